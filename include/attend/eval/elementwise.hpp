@@ -1,0 +1,53 @@
+// attend/eval/elementwise.hpp — the loop nest for elementwise trees: one pass over the output.
+//
+// Dense trees (every leaf laid out like the output) run one flat loop; trees with broadcast or
+// index leaves run an outer loop over rows and an inner SIMD loop along the last axis, each leaf
+// reading through its compile-time broadcast strides. Vector bodies use the target's xsimd batch;
+// the tail length is a compile-time constant and runs on scalar bundles. Nothing is allocated.
+#pragma once
+
+#include <array>
+#include <cstddef>
+
+#include "read.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+template <class Arch, class S, class T, class E>
+inline void run_elementwise(T* out, const E& e) noexcept {
+    using F = compute_t<E, floating_or_double<T>>;
+    using B = simd::batch<F, Arch>;
+    constexpr std::size_t W = simd::lanes<B>;
+
+    if constexpr (dense_in<E, S>::value) {
+        constexpr std::size_t N = S::size, NV = N / W * W;
+        for (std::size_t i = 0; i < NV; i += W) store_lanes(out + i, read<B>(e, flat_pos{i}));
+        for (std::size_t i = NV; i < N; ++i) store_lanes(out + i, read<F>(e, flat_pos{i}));
+    } else {
+        constexpr std::size_t R = S::rank;
+        constexpr std::size_t inner = S::extents[R - 1], rows = S::size / inner, NV = inner / W * W;
+        nd_pos<R> p{};
+        for (std::size_t r = 0; r < rows; ++r) {
+            T* row = out + r * inner;
+            for (std::size_t j = 0; j < NV; j += W) {
+                p.idx[R - 1] = j;
+                store_lanes(row + j, read<B>(e, p));
+            }
+            for (std::size_t j = NV; j < inner; ++j) {
+                p.idx[R - 1] = j;
+                store_lanes(row + j, read<F>(e, p));
+            }
+            // Advance the outer index like an odometer.
+            for (std::size_t k = R - 1; k-- > 0;) {
+                if (++p.idx[k] < S::extents[k]) break;
+                p.idx[k] = 0;
+            }
+        }
+    }
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend

@@ -1,0 +1,215 @@
+// attend/eval/read.hpp — how each node kind yields the values of a bundle of output positions.
+//
+// A position is either flat (one offset; used when every leaf is dense in the output's layout)
+// or an n-d index whose innermost entry is the first lane. `read<B>(node, pos)` returns a value
+// bundle B (an xsimd batch in the loop body, a scalar in the tail) or, for bool nodes, its mask.
+// All arithmetic runs in one compute type per tree (the widest strong floating type in it);
+// cast nodes evaluate their operand in its own precision.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+
+#include "../config.hpp"
+#include "../expr/index.hpp"
+#include "../expr/leaf.hpp"
+#include "../expr/map.hpp"
+#include "../simd.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+struct flat_pos {
+    std::size_t off;
+    constexpr flat_pos advanced(std::size_t l) const noexcept { return {off + l}; }
+};
+
+template <std::size_t R>
+struct nd_pos {
+    std::array<std::size_t, R> idx;
+    constexpr nd_pos advanced(std::size_t l) const noexcept {
+        nd_pos p = *this;
+        p.idx[R - 1] += l;
+        return p;
+    }
+};
+
+template <class P>
+inline constexpr bool is_flat = std::is_same_v<P, flat_pos>;
+
+// The compute type of a tree: its widest strong floating type, else `Fallback`.
+template <class E, class Fallback>
+using compute_t = std::conditional_t<E::precision == 1, float, std::conditional_t<E::precision == 2, double, Fallback>>;
+
+template <class T>
+using floating_or_double = std::conditional_t<std::is_floating_point_v<T>, T, double>;
+
+// Lanes of element type T: a mask for bool, values otherwise.
+template <class B, class T>
+inline auto load_lanes(const T* p) noexcept {
+    if constexpr (std::is_same_v<T, bool>) return simd::load_mask<B>(p);
+    else return simd::load<B>(p);
+}
+
+template <class B, class T>
+inline auto splat_lanes(T v) noexcept {
+    if constexpr (std::is_same_v<T, bool>) return simd::mask_t<B>(v);
+    else return simd::splat<B>(v);
+}
+
+template <class T, class V>
+inline void store_lanes(T* p, const V& v) noexcept {
+    if constexpr (std::is_same_v<T, bool>) simd::store_mask(p, v);
+    else simd::store(p, v);
+}
+
+// ---- leaves --------------------------------------------------------------------------------
+
+template <class B, class Leaf, class Pos>
+    requires is_memory_leaf<Leaf>
+inline auto read(const Leaf& leaf, const Pos& p) noexcept {
+    if constexpr (is_flat<Pos>) {
+        return load_lanes<B>(leaf.data() + p.off);
+    } else {
+        constexpr std::size_t R = std::tuple_size_v<decltype(p.idx)>;
+        constexpr auto st = shapes::broadcast_strides<R>(Leaf::shape_type::extents);
+        std::size_t off = 0;
+        for (std::size_t k = 0; k < R; ++k) off += p.idx[k] * st[k];
+        if constexpr (st[R - 1] == 0) return splat_lanes<B>(leaf.data()[off]);
+        else return load_lanes<B>(leaf.data() + off);
+    }
+}
+
+template <class B, class S, class Pos>
+inline auto read(const scalar_leaf<S>& leaf, const Pos&) noexcept {
+    return splat_lanes<B>(leaf.value);
+}
+
+template <class B, std::size_t Axis, class S, std::size_t R>
+inline B read(const iota_leaf<Axis, S>&, const nd_pos<R>& p) noexcept {
+    constexpr std::size_t ax = R - S::rank + Axis;  // the output axis this iota counts along
+    if constexpr (S::extents[Axis] == 1) return simd::splat<B>(0);
+    else if constexpr (ax == R - 1) return simd::lane_index<B>(p.idx[ax]);
+    else return simd::splat<B>(p.idx[ax]);
+}
+
+// ---- elementwise operations ----------------------------------------------------------------
+
+template <class X, class Y> inline auto apply(op::add, const X& a, const Y& b) noexcept { return a + b; }
+template <class X, class Y> inline auto apply(op::sub, const X& a, const Y& b) noexcept { return a - b; }
+template <class X, class Y> inline auto apply(op::mul, const X& a, const Y& b) noexcept { return a * b; }
+template <class X, class Y> inline auto apply(op::div, const X& a, const Y& b) noexcept { return a / b; }
+template <class X> inline auto apply(op::maximum, const X& a, const X& b) noexcept { return simd::maximum(a, b); }
+template <class X> inline auto apply(op::minimum, const X& a, const X& b) noexcept { return simd::minimum(a, b); }
+template <class X> inline auto apply(op::neg, const X& a) noexcept { return -a; }
+template <class X> inline auto apply(op::abs, const X& a) noexcept { return simd::abs(a); }
+template <class X> inline auto apply(op::exp, const X& a) noexcept { return simd::exp(a); }
+template <class X> inline auto apply(op::log, const X& a) noexcept { return simd::log(a); }
+template <class X> inline auto apply(op::sqrt, const X& a) noexcept { return simd::sqrt(a); }
+template <class X> inline auto apply(op::tanh, const X& a) noexcept { return simd::tanh(a); }
+template <class X, class Y> inline auto apply(op::less, const X& a, const Y& b) noexcept { return a < b; }
+template <class X, class Y> inline auto apply(op::less_equal, const X& a, const Y& b) noexcept { return a <= b; }
+template <class X, class Y> inline auto apply(op::greater, const X& a, const Y& b) noexcept { return a > b; }
+template <class X, class Y> inline auto apply(op::greater_equal, const X& a, const Y& b) noexcept { return a >= b; }
+template <class X, class Y> inline auto apply(op::equal, const X& a, const Y& b) noexcept { return a == b; }
+template <class X, class Y> inline auto apply(op::not_equal, const X& a, const Y& b) noexcept { return a != b; }
+template <class X, class Y> inline auto apply(op::logical_and, const X& a, const Y& b) noexcept { return a && b; }
+template <class X, class Y> inline auto apply(op::logical_or, const X& a, const Y& b) noexcept { return a || b; }
+template <class X> inline auto apply(op::logical_not, const X& a) noexcept { return !a; }
+
+template <class C, class X>
+inline X apply(op::where, const C& c, const X& a, const X& b) noexcept {
+    if constexpr (std::is_same_v<C, X>) return (c && a) || (!c && b);  // bool branches
+    else if constexpr (simd::is_batch<X>) return xsimd::select(c, a, b);
+    else return c ? a : b;
+}
+
+template <class B, class Op, class... A, class Pos>
+inline auto read(const map<Op, A...>& node, const Pos& p) noexcept {
+    return std::apply([&](const A&... a) { return apply(Op{}, read<B>(a, p)...); }, node.args);
+}
+
+// ---- cast ----------------------------------------------------------------------------------
+
+// The value U(v) takes, expressed in the compute bundle B (a mask when U is bool).
+template <class U, class B, class V>
+inline auto convert(const V& v) noexcept {
+    if constexpr (std::is_same_v<V, simd::mask_t<B>> && !std::is_same_v<V, B>) {  // from bool
+        if constexpr (std::is_same_v<U, bool>) return v;
+        else return simd::select<B>(v, simd::splat<B>(1), simd::splat<B>(0));
+    } else if constexpr (std::is_same_v<U, bool>) {
+        return v != simd::splat<B>(0);
+    } else if constexpr (std::is_integral_v<U>) {
+        return simd::trunc(v);
+    } else if constexpr (sizeof(U) < sizeof(simd::value_t<B>)) {  // narrowing: round through U
+        if constexpr (simd::is_batch<B>) {
+            alignas(64) simd::value_t<B> tmp[simd::lanes<B>];
+            v.store_aligned(tmp);
+            for (auto& x : tmp) x = static_cast<simd::value_t<B>>(static_cast<U>(x));
+            return B::load_aligned(tmp);
+        } else {
+            return static_cast<B>(static_cast<U>(v));
+        }
+    } else {
+        return v;
+    }
+}
+
+template <class B, class U, class A, class Pos>
+inline auto read(const cast_node<U, A>& node, const Pos& p) noexcept {
+    using F = simd::value_t<B>;
+    using FA = compute_t<A, F>;
+    if constexpr (std::is_same_v<FA, F> || !simd::is_batch<B>) {
+        if constexpr (std::is_same_v<FA, F>) {
+            return convert<U, B>(read<B>(node.arg, p));
+        } else {  // scalar tail in another precision
+            return convert<U, B>(static_cast<F>(convert<F, FA>(read<FA>(node.arg, p))));
+        }
+    } else {
+        // The operand runs in its own precision, lane by lane (rare: casts across float/double).
+        alignas(64) F tmp[simd::lanes<B>];
+        for (std::size_t l = 0; l < simd::lanes<B>; ++l)
+            tmp[l] = static_cast<F>(convert<F, FA>(read<FA>(node.arg, p.advanced(l))));
+        return convert<U, B>(B::load_aligned(tmp));
+    }
+}
+
+// ---- tree properties -----------------------------------------------------------------------
+
+// Every leaf is read at the output's own flat offset: no broadcasting, no index leaves.
+template <class E, class S>
+struct dense_in {
+    static constexpr bool value = E::shape_type::size == S::size;  // leaves: same size, no broadcast
+};
+template <std::size_t Axis, class IS, class S>
+struct dense_in<iota_leaf<Axis, IS>, S> {
+    static constexpr bool value = false;
+};
+template <class Op, class... A, class S>
+struct dense_in<map<Op, A...>, S> {
+    static constexpr bool value = (dense_in<A, S>::value && ...);
+};
+template <class U, class A, class S>
+struct dense_in<cast_node<U, A>, S> {
+    static constexpr bool value = dense_in<A, S>::value;
+};
+template <class T, class S>
+struct dense_in<scalar_leaf<T>, S> {
+    static constexpr bool value = true;
+};
+
+// Visit every leaf that reads memory (aliasing analysis).
+template <class E, class F>
+inline void for_each_memory_leaf(const E& e, F&& f) {
+    if constexpr (is_memory_leaf<E>) f(e);
+    else if constexpr (requires { e.args; }) std::apply([&](const auto&... a) { (for_each_memory_leaf(a, f), ...); }, e.args);
+    else if constexpr (requires { e.arg; }) for_each_memory_leaf(e.arg, f);
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend

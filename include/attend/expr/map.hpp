@@ -1,0 +1,142 @@
+// attend/expr/map.hpp — the one elementwise node kind, and every elementwise operation.
+//
+// `map<Op, A...>` applies the tag Op lane by lane to its operands' values, which broadcast
+// together (NumPy rules). Operators and functions only build nodes; their static_asserts are the
+// library's shape and element-type diagnostics for elementwise work.
+#pragma once
+
+#include <algorithm>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../check.hpp"
+#include "leaf.hpp"
+#include "types.hpp"
+
+namespace attend {
+
+namespace detail {
+template <class... S>
+struct broadcast_all;
+template <class S>
+struct broadcast_all<S> {
+    using type = S;
+};
+template <class S, class T, class... R>
+struct broadcast_all<S, T, R...> : broadcast_all<broadcast_t<S, T>, R...> {};
+}  // namespace detail
+
+template <class Op, class... A>
+struct map : expr_base {
+    using rule = result<Op, A...>;
+    using value_type = typename rule::type;
+    using shape_type = typename detail::broadcast_all<typename A::shape_type...>::type;
+    static constexpr bool weak = rule::weak;
+    static constexpr int precision = std::max({types::precision_of<value_type, weak>, A::precision...});
+    std::tuple<A...> args;
+};
+
+// cast<U>(a): conversion to U; the operand is computed in its own precision.
+template <class U, class A>
+struct cast_node : expr_base {
+    using value_type = U;
+    using shape_type = typename A::shape_type;
+    static constexpr bool weak = false;
+    static constexpr int precision = types::precision_of<U, false>;
+    A arg;
+};
+
+namespace detail {
+template <class Op, class... X>
+constexpr auto make_map(X&&... x) {
+    return map<Op, operand_t<X>...>{{}, {operand(std::forward<X>(x))...}};
+}
+}  // namespace detail
+
+// Binary elementwise operations: both checks are in the first error the user sees.
+#define ATTEND_BINARY(function, tag, text)                                                                     \
+    template <class A, class B>                                                                                \
+        requires elementwise_operands<A, B>                                                                    \
+    constexpr auto function(A&& a, B&& b) {                                                                    \
+        using LA = operand_t<A>;                                                                               \
+        using LB = operand_t<B>;                                                                               \
+        static_assert(check::broadcast<op::tag, typename LA::shape_type, typename LB::shape_type>::ok,         \
+                      "attend: " text ": shapes do not broadcast");                                            \
+        static_assert(check::element_types<op::tag, typename LA::value_type, typename LB::value_type,          \
+                                           result<op::tag, LA, LB>::ok>::ok,                                   \
+                      "attend: " text ": element types do not combine (float with double needs attend::cast; " \
+                      "bool takes only comparisons and logic)");                                               \
+        return detail::make_map<op::tag>(std::forward<A>(a), std::forward<B>(b));                              \
+    }
+
+ATTEND_BINARY(operator+, add, "operator+")
+ATTEND_BINARY(operator-, sub, "operator-")
+ATTEND_BINARY(operator*, mul, "operator*")
+ATTEND_BINARY(operator/, div, "operator/")
+ATTEND_BINARY(maximum, maximum, "maximum")
+ATTEND_BINARY(minimum, minimum, "minimum")
+ATTEND_BINARY(operator<, less, "operator<")
+ATTEND_BINARY(operator<=, less_equal, "operator<=")
+ATTEND_BINARY(operator>, greater, "operator>")
+ATTEND_BINARY(operator>=, greater_equal, "operator>=")
+ATTEND_BINARY(operator==, equal, "operator==")
+ATTEND_BINARY(operator!=, not_equal, "operator!=")
+ATTEND_BINARY(operator&&, logical_and, "operator&&")
+ATTEND_BINARY(operator||, logical_or, "operator||")
+#undef ATTEND_BINARY
+
+#define ATTEND_UNARY(function, tag, text)                                                                      \
+    template <class A>                                                                                         \
+        requires expression<A>                                                                                 \
+    constexpr auto function(A&& a) {                                                                           \
+        using LA = operand_t<A>;                                                                               \
+        static_assert(check::element_types<op::tag, typename LA::value_type, typename LA::value_type,          \
+                                           result<op::tag, LA>::ok>::ok,                                       \
+                      "attend: " text ": element type does not fit (bool takes only logic; logic needs bool)"); \
+        return detail::make_map<op::tag>(std::forward<A>(a));                                                  \
+    }
+
+ATTEND_UNARY(operator-, neg, "operator-")
+ATTEND_UNARY(operator!, logical_not, "operator!")
+ATTEND_UNARY(exp, exp, "exp")
+ATTEND_UNARY(log, log, "log")
+ATTEND_UNARY(sqrt, sqrt, "sqrt")
+ATTEND_UNARY(tanh, tanh, "tanh")
+ATTEND_UNARY(abs, abs, "abs")
+#undef ATTEND_UNARY
+
+// where(cond, a, b): a where cond is true, else b; all three broadcast together.
+template <class C, class A, class B>
+    requires elementwise_operands<C, A, B>
+constexpr auto where(C&& c, A&& a, B&& b) {
+    using LC = operand_t<C>;
+    using LA = operand_t<A>;
+    using LB = operand_t<B>;
+    using SAB = broadcast_t<typename LA::shape_type, typename LB::shape_type>;
+    static_assert(check::broadcast<op::where, typename LA::shape_type, typename LB::shape_type>::ok,
+                  "attend: where: the two branches' shapes do not broadcast");
+    static_assert(check::broadcast<op::where, typename LC::shape_type, SAB>::ok,
+                  "attend: where: the condition's shape does not broadcast with the branches'");
+    static_assert(std::is_same_v<typename LC::value_type, bool>, "attend: where: the condition must be a bool expression");
+    static_assert(check::element_types<op::where, typename LA::value_type, typename LB::value_type,
+                                       result<op::where, LC, LA, LB>::ok>::ok,
+                  "attend: where: the branches' element types do not combine (float with double needs attend::cast)");
+    return detail::make_map<op::where>(std::forward<C>(c), std::forward<A>(a), std::forward<B>(b));
+}
+
+// masked_fill(x, mask, value): `value` where mask is true (true = ignore that position), else x.
+template <class X, class M, class V>
+    requires elementwise_operands<X, M, V>
+constexpr auto masked_fill(X&& x, M&& mask, V&& value) {
+    return where(std::forward<M>(mask), std::forward<V>(value), std::forward<X>(x));
+}
+
+template <class U, class A>
+    requires expression<A>
+constexpr auto cast(A&& a) {
+    static_assert(std::is_arithmetic_v<U>, "attend: cast: the target type must be arithmetic");
+    return cast_node<U, operand_t<A>>{{}, operand(std::forward<A>(a))};
+}
+
+}  // namespace attend

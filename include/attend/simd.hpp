@@ -1,0 +1,207 @@
+// attend/simd.hpp — the thin layer over xsimd 8.1 that every loop nest uses.
+//
+// It sits in the target's inline namespace (config.hpp): its bodies depend on -m flags.
+// Everything here is written once for two kinds of "lane bundle" B: an xsimd batch (the vector
+// body of a loop) and a plain scalar (the compile-time tail), so expression nodes have one
+// definition for both. It also supplies what xsimd 8.1 lacks: horizontal max, byte-mask loads and
+// stores for bool tensors, NaN-propagating maximum/minimum, and loads that convert element types.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <xsimd/xsimd.hpp>
+
+#include "config.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace simd {
+
+using default_arch = xsimd::default_arch;
+
+template <class B>
+inline constexpr bool is_batch = false;
+template <class T, class A>
+inline constexpr bool is_batch<xsimd::batch<T, A>> = true;
+
+// Element type and lane count of a bundle.
+template <class B>
+struct traits {
+    using value_type = B;
+    using mask_type = bool;
+    static constexpr std::size_t lanes = 1;
+};
+template <class T, class A>
+struct traits<xsimd::batch<T, A>> {
+    using value_type = T;
+    using mask_type = xsimd::batch_bool<T, A>;
+    static constexpr std::size_t lanes = xsimd::batch<T, A>::size;
+};
+template <class B>
+using value_t = typename traits<B>::value_type;
+template <class B>
+using mask_t = typename traits<B>::mask_type;
+template <class B>
+inline constexpr std::size_t lanes = traits<B>::lanes;
+
+// The vector bundle of element type F for the target the translation unit is built for.
+template <class F, class Arch = default_arch>
+using batch = xsimd::batch<F, Arch>;
+
+template <class B, class S>
+inline B splat(S v) noexcept {
+    return B(static_cast<value_t<B>>(v));
+}
+
+// {start, start+1, ...}: the index of each lane along the innermost axis.
+template <class B>
+inline B lane_index(std::size_t start) noexcept {
+    using F = value_t<B>;
+    if constexpr (is_batch<B>) {
+        alignas(64) F ramp[lanes<B>];
+        for (std::size_t l = 0; l < lanes<B>; ++l) ramp[l] = static_cast<F>(l);
+        return B(static_cast<F>(start)) + B::load_aligned(ramp);
+    } else {
+        return static_cast<F>(start);
+    }
+}
+
+// Load lanes of element type value_t<B> from memory of element type T (converting if they differ).
+template <class B, class T>
+inline B load(const T* p) noexcept {
+    using F = value_t<B>;
+    if constexpr (!is_batch<B>) {
+        return static_cast<F>(*p);
+    } else if constexpr (std::is_same_v<T, F>) {
+        return B::load_unaligned(p);
+    } else {
+        alignas(64) F tmp[lanes<B>];
+        for (std::size_t l = 0; l < lanes<B>; ++l) tmp[l] = static_cast<F>(p[l]);
+        return B::load_aligned(tmp);
+    }
+}
+
+template <class B, class T>
+inline void store(T* p, const B& v) noexcept {
+    using F = value_t<B>;
+    if constexpr (!is_batch<B>) {
+        *p = static_cast<T>(v);
+    } else if constexpr (std::is_same_v<T, F>) {
+        v.store_unaligned(p);
+    } else {
+        alignas(64) F tmp[lanes<B>];
+        v.store_aligned(tmp);
+        for (std::size_t l = 0; l < lanes<B>; ++l) p[l] = static_cast<T>(tmp[l]);
+    }
+}
+
+// bool tensors are bytes; xsimd 8.1 loads them with a scalar loop, so widen them ourselves.
+template <class B>
+inline mask_t<B> load_mask(const bool* p) noexcept {
+    if constexpr (!is_batch<B>) {
+        return *p;
+    } else {
+        constexpr std::size_t n = lanes<B>;
+#if defined(__AVX512F__)
+        if constexpr (sizeof(B) == 64 && n == 16) {
+            const __m512i w = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+            return mask_t<B>(_mm512_test_epi32_mask(w, w));
+        } else if constexpr (sizeof(B) == 64 && n == 8) {
+            const __m512i w = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+            return mask_t<B>(_mm512_test_epi64_mask(w, w));
+        } else
+#endif
+#if defined(__AVX2__)
+        if constexpr (sizeof(B) == 32 && n == 8) {
+            const __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+            return mask_t<B>(_mm256_castsi256_ps(_mm256_cmpgt_epi32(w, _mm256_setzero_si256())));
+        } else
+#endif
+        {
+            std::uint64_t bits = 0;
+            for (std::size_t l = 0; l < n; ++l) bits |= std::uint64_t{p[l]} << l;
+            alignas(64) value_t<B> tmp[n];
+            for (std::size_t l = 0; l < n; ++l) tmp[l] = ((bits >> l) & 1u) ? value_t<B>(1) : value_t<B>(0);
+            return B::load_aligned(tmp) != B(0);
+        }
+    }
+}
+
+template <class M>
+inline void store_mask(bool* p, const M& m) noexcept {
+    if constexpr (std::is_same_v<M, bool>) {
+        *p = m;
+    } else {
+        m.store_unaligned(p);
+    }
+}
+
+// ---- arithmetic that must read the same for batches and scalars ----------------------------
+
+template <class B>
+inline B select(const mask_t<B>& c, const B& a, const B& b) noexcept {
+    if constexpr (is_batch<B>) return xsimd::select(c, a, b);
+    else return c ? a : b;
+}
+
+template <class B>
+inline auto is_nan(const B& x) noexcept {
+    return x != x;
+}
+
+// IEEE 754-2019 maximum/minimum (and NumPy's): a NaN in either operand gives NaN.
+template <class B>
+inline B maximum(const B& a, const B& b) noexcept {
+    if constexpr (is_batch<B>) return xsimd::select(is_nan(a) || is_nan(b), a + b, xsimd::max(a, b));
+    else return (a != a || b != b) ? a + b : (a < b ? b : a);
+}
+template <class B>
+inline B minimum(const B& a, const B& b) noexcept {
+    if constexpr (is_batch<B>) return xsimd::select(is_nan(a) || is_nan(b), a + b, xsimd::min(a, b));
+    else return (a != a || b != b) ? a + b : (b < a ? b : a);
+}
+
+template <class B>
+inline B fma(const B& a, const B& b, const B& c) noexcept {
+    if constexpr (is_batch<B>) return xsimd::fma(a, b, c);
+    else return a * b + c;
+}
+
+#define ATTEND_SIMD_UNARY(name, batch_fn, scalar_fn)         \
+    template <class B>                                         \
+    inline B name(const B& x) noexcept {                       \
+        if constexpr (is_batch<B>) return batch_fn(x);         \
+        else return scalar_fn(x);                              \
+    }
+ATTEND_SIMD_UNARY(exp, xsimd::exp, std::exp)
+ATTEND_SIMD_UNARY(log, xsimd::log, std::log)
+ATTEND_SIMD_UNARY(sqrt, xsimd::sqrt, std::sqrt)
+ATTEND_SIMD_UNARY(tanh, xsimd::tanh, std::tanh)
+ATTEND_SIMD_UNARY(abs, xsimd::abs, std::abs)
+ATTEND_SIMD_UNARY(trunc, xsimd::trunc, std::trunc)
+#undef ATTEND_SIMD_UNARY
+
+// Horizontal reductions (xsimd 8.1 has hadd only).
+template <class B>
+inline value_t<B> reduce_add(const B& x) noexcept {
+    if constexpr (is_batch<B>) return xsimd::hadd(x);
+    else return x;
+}
+template <class B>
+inline value_t<B> reduce_max(const B& x) noexcept {
+    if constexpr (is_batch<B>) {
+        alignas(64) value_t<B> tmp[lanes<B>];
+        x.store_aligned(tmp);
+        value_t<B> m = tmp[0];
+        for (std::size_t l = 1; l < lanes<B>; ++l) m = maximum(m, tmp[l]);
+        return m;
+    } else {
+        return x;
+    }
+}
+
+}  // namespace simd
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend

@@ -1,0 +1,156 @@
+// attend/tensor.hpp — storage: the owning `tensor` and the non-owning `tensor_ref`.
+//
+// Both are row-major with strides known at compile time, and both are expressions (they can
+// appear on the right of any operation). Assignment from an expression is where evaluation
+// happens; its body lives in eval/assign.hpp, in the target's inline namespace.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+
+#include "check.hpp"
+#include "config.hpp"
+#include "expr/core.hpp"
+#include "simd.hpp"
+
+namespace attend {
+
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+// Evaluates `e` into the row-major buffer `out` of shape S (eval/assign.hpp). `DestOwned` says
+// the buffer is a tensor's own storage, which no view can partially overlap unless it was made
+// from that tensor; `Op` names the operation in diagnostics.
+template <class Arch, bool DestOwned, class Op, class S, class T, class E>
+void assign(T* out, E&& e);
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+
+namespace op {
+struct assign {};
+struct construct {};
+}  // namespace op
+
+namespace detail {
+template <class S, class... I>
+constexpr std::size_t offset_of(I... i) noexcept {
+    static_assert(sizeof...(I) == S::rank, "attend: element access takes one index per axis");
+    constexpr auto st = shapes::strides(S::extents);
+    const std::size_t idx[] = {static_cast<std::size_t>(i)..., 0};
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < S::rank; ++k) off += idx[k] * st[k];
+    return off;
+}
+}  // namespace detail
+
+// Owning, statically shaped, value-initialised, no heap. Big shapes belong on the heap
+// (`std::make_unique<tensor<...>>()`) or in static storage: a tensor is exactly its elements.
+template <class T, std::size_t... D>
+class tensor : public expr_base {
+    static_assert(check::extents_positive<D...>::ok, "attend::tensor: every extent must be at least 1");
+    static_assert(std::is_arithmetic_v<T>, "attend::tensor: element type must be arithmetic");
+
+public:
+    using value_type = T;
+    using shape_type = shape<D...>;
+    static constexpr std::size_t rank = shape_type::rank;
+    static constexpr std::size_t size = shape_type::size;
+
+    constexpr tensor() noexcept : data_{} {}
+
+    // Flat row-major braced initialisation: tensor<float, 2, 2>{1, 2, 3, 4}.
+    template <class... V>
+        requires(sizeof...(V) > 0 && (std::is_arithmetic_v<V> && ...))
+    constexpr tensor(V... v) noexcept : data_{static_cast<T>(v)...} {
+        static_assert(sizeof...(V) == size, "attend::tensor: a braced initialiser gives exactly `size` values");
+    }
+
+    // Evaluates an expression (tensor<float, 4, 4> t = a * b + c;).
+    template <class E, class Arch = simd::default_arch>
+        requires expression<E>
+    tensor(E&& e) {  // NOLINT: implicit on purpose, as the result of an expression
+        detail::assign<Arch, true, op::construct, shape_type>(data_, static_cast<E&&>(e));
+    }
+
+    // Evaluates as if the right side were computed before any element is written.
+    template <class E, class Arch = simd::default_arch>
+        requires(expression<E> || scalar<E>)
+    tensor& operator=(E&& e) {
+        detail::assign<Arch, true, op::assign, shape_type>(data_, static_cast<E&&>(e));
+        return *this;
+    }
+
+    template <class... I>
+    constexpr T& operator()(I... i) noexcept {
+        return data_[detail::offset_of<shape_type>(i...)];
+    }
+    template <class... I>
+    constexpr const T& operator()(I... i) const noexcept {
+        return data_[detail::offset_of<shape_type>(i...)];
+    }
+
+    constexpr T* data() noexcept { return data_; }
+    constexpr const T* data() const noexcept { return data_; }
+
+private:
+    alignas(64) T data_[size];
+};
+
+// A view of row-major memory the user owns (weights in flash, a mapped file, a slice of a
+// bigger buffer), at any alignment. Assigning to it writes the elements; it never rebinds.
+template <class T, std::size_t... D>
+class tensor_ref : public expr_base {
+    static_assert(check::extents_positive<D...>::ok, "attend::tensor_ref: every extent must be at least 1");
+    static_assert(std::is_arithmetic_v<std::remove_const_t<T>>, "attend::tensor_ref: element type must be arithmetic");
+
+public:
+    using value_type = std::remove_const_t<T>;
+    using shape_type = shape<D...>;
+    static constexpr std::size_t rank = shape_type::rank;
+    static constexpr std::size_t size = shape_type::size;
+
+    constexpr explicit tensor_ref(T* p) noexcept : p_(p) {}
+    template <class U>
+        requires std::is_convertible_v<U*, T*>
+    constexpr tensor_ref(tensor<U, D...>& t) noexcept : p_(t.data()) {}
+    template <class U>
+        requires std::is_convertible_v<const U*, T*>
+    constexpr tensor_ref(const tensor<U, D...>& t) noexcept : p_(t.data()) {}
+    constexpr tensor_ref(const tensor_ref&) noexcept = default;
+
+    tensor_ref& operator=(const tensor_ref& other) { return assign_from(other); }
+
+    template <class E, class Arch = simd::default_arch>
+        requires(expression<E> || scalar<E>)
+    tensor_ref& operator=(E&& e) {
+        return assign_from<E, Arch>(static_cast<E&&>(e));
+    }
+
+    template <class... I>
+    constexpr T& operator()(I... i) const noexcept {
+        return p_[detail::offset_of<shape_type>(i...)];
+    }
+    constexpr T* data() const noexcept { return p_; }
+
+private:
+    template <class E, class Arch = simd::default_arch>
+    tensor_ref& assign_from(E&& e) {
+        static_assert(!std::is_const_v<T>, "attend::tensor_ref: cannot assign to a view of const elements");
+        if constexpr (!std::is_const_v<T>)
+            detail::assign<Arch, false, op::assign, shape_type>(p_, static_cast<E&&>(e));
+        return *this;
+    }
+
+    T* p_;
+};
+
+template <class T>
+inline constexpr bool is_tensor = false;
+template <class T, std::size_t... D>
+inline constexpr bool is_tensor<tensor<T, D...>> = true;
+
+template <class T>
+inline constexpr bool is_tensor_ref = false;
+template <class T, std::size_t... D>
+inline constexpr bool is_tensor_ref<tensor_ref<T, D...>> = true;
+
+}  // namespace attend
