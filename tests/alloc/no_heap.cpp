@@ -1,0 +1,52 @@
+// Evaluation allocates nothing: a replaced global operator new counts every allocation while
+// elementwise trees of every kind (dense, broadcast, index-generated, masks, casts, views,
+// in-place) are evaluated. A plain main, not Boost.Test: the test framework allocates.
+#include <attend/attend.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace {
+std::size_t allocations = 0;
+}
+
+void* operator new(std::size_t n) {
+    ++allocations;
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+    ++allocations;
+    if (void* p = std::aligned_alloc(static_cast<std::size_t>(a), (n + static_cast<std::size_t>(a) - 1) / static_cast<std::size_t>(a) * static_cast<std::size_t>(a))) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+int main() {
+    using attend::tensor;
+    static tensor<float, 64, 1024> a, b, c, out;
+    static tensor<bool, 64, 1024> m;
+    static tensor<float, 1, 1024> row;
+    for (std::size_t k = 0; k < a.size; ++k) {
+        a.data()[k] = static_cast<float>(k % 13) * 0.25f;
+        b.data()[k] = static_cast<float>(k % 7) - 3.0f;
+    }
+    attend::tensor_ref<float, 64, 1024> view(out.data());
+
+    const std::size_t before = allocations;
+    out = a * b + c * 2;
+    out = exp(a - b) * c + 1;
+    out = out * 2 + out;                                  // in place
+    out = attend::masked_fill(a - row, b > 0, -1e9f);     // broadcast + mask
+    m = attend::iota<1, 64, 1024>() > attend::iota<0, 64, 1024>();
+    out = attend::where(m, a, attend::cast<float>(attend::cast<double>(b) * 0.5));
+    view = a / (abs(b) + 1);                              // view destination, no overlap
+    auto small = attend::eval(tensor<float, 4, 4>{} + 1.0f);  // eval returns by value
+    const std::size_t during = allocations - before;
+
+    std::printf("allocations during evaluation: %zu (checksum %g)\n", during, double(out(63, 1023) + small(3, 3)));
+    return during == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,90 @@
+// Independent scalar reference for the unit tests: runtime index arithmetic in double precision,
+// written without any of attend's shape machinery, so a bug there cannot hide in both.
+#pragma once
+
+#include <attend/attend.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ref {
+
+using index = std::vector<std::size_t>;
+
+// Runtime extents of a tensor or view.
+template <class X>
+std::vector<std::size_t> extents_of() {
+    const auto e = X::shape_type::extents;
+    return {e.begin(), e.end()};
+}
+
+// Element of `x` seen from output position `idx` (rank >= x's rank), NumPy broadcasting:
+// right-aligned, extent-1 axes repeat.
+template <class X>
+double at(const X& x, const index& idx) {
+    const auto ext = extents_of<X>();
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < ext.size(); ++k) {
+        const std::size_t i = idx[idx.size() - ext.size() + k];
+        off = off * ext[k] + (ext[k] == 1 ? 0 : i);
+    }
+    return static_cast<double>(x.data()[off]);
+}
+
+// Calls f(idx) for every index of the extents, row-major.
+template <class F>
+void for_each_index(const std::vector<std::size_t>& ext, F f) {
+    std::size_t n = 1;
+    for (auto e : ext) n *= e;
+    index idx(ext.size(), 0);
+    for (std::size_t flat = 0; flat < n; ++flat) {
+        std::size_t r = flat;
+        for (std::size_t k = ext.size(); k-- > 0;) {
+            idx[k] = r % ext[k];
+            r /= ext[k];
+        }
+        f(idx, flat);
+    }
+}
+
+// Deterministic values in [lo, hi) (a small LCG; the tests must not depend on the platform's rand).
+template <class X>
+void fill(X& x, std::uint32_t seed, double lo = -2.0, double hi = 2.0) {
+    std::uint32_t s = seed * 2654435761u + 12345u;
+    for (std::size_t i = 0; i < X::size; ++i) {
+        s = s * 1664525u + 1013904223u;
+        const double u = static_cast<double>(s >> 8) / static_cast<double>(1u << 24);
+        x.data()[i] = static_cast<typename X::value_type>(lo + (hi - lo) * u);
+    }
+}
+
+// Is `got` within the tolerance of the double reference? NaN must meet NaN, infinities must be equal.
+inline bool close(double got, double want, double rel) {
+    if (std::isnan(want)) return std::isnan(got);
+    if (std::isinf(want)) return got == want;
+    return std::abs(got - want) <= rel * (1.0 + std::abs(want));
+}
+
+template <class T>
+constexpr double tolerance = sizeof(T) == 4 ? 2e-6 : 1e-13;
+
+// Checks every element of `got` against want(idx) computed in double.
+template <class Out, class Want>
+void expect_all(const Out& got, Want want, double rel = tolerance<typename Out::value_type>) {
+    std::size_t bad = 0;
+    for_each_index(extents_of<Out>(), [&](const index& idx, std::size_t flat) {
+        const double w = want(idx);
+        const double g = static_cast<double>(got.data()[flat]);
+        if (!close(g, w, rel) && bad++ < 5) {
+            std::string where;
+            for (auto i : idx) where += std::to_string(i) + ",";
+            BOOST_ERROR("at (" << where << "): got " << g << ", want " << w);
+        }
+    });
+    BOOST_CHECK_EQUAL(bad, 0u);
+}
+
+}  // namespace ref

@@ -1,0 +1,184 @@
+// Meaning beyond arithmetic: element-type rules, IEEE special values, assignment as if the right
+// side were evaluated first, expressions that own their temporaries, index generators, casts,
+// and big tensors off the stack.
+#include <attend/attend.hpp>
+#include <boost/hana/equal.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <type_traits>
+
+#include "reference.hpp"
+
+using attend::tensor;
+using attend::tensor_ref;
+
+namespace {
+constexpr double pinf = std::numeric_limits<double>::infinity();
+constexpr double qnan = std::numeric_limits<double>::quiet_NaN();
+
+// Element types of expressions (API.md, "Element types").
+tensor<float, 4> xf;
+tensor<double, 4> xd;
+tensor<int, 4> xi;
+tensor<bool, 4> xb;
+auto i4 = attend::iota<0, 4>();
+static_assert(std::is_same_v<attend::element_t<decltype(xf * 2)>, float>);
+static_assert(std::is_same_v<attend::element_t<decltype(xf / std::sqrt(3.0))>, float>);
+static_assert(std::is_same_v<attend::element_t<decltype(attend::masked_fill(xf, xb, -1e9))>, float>);
+static_assert(std::is_same_v<attend::element_t<decltype(2.0 * xd)>, double>);
+static_assert(std::is_same_v<attend::element_t<decltype(i4)>, std::int64_t>);
+static_assert(std::is_same_v<attend::element_t<decltype(i4 + xf)>, float>);
+static_assert(std::is_same_v<attend::element_t<decltype(i4 * 0.5 + xf)>, float>);
+static_assert(std::is_same_v<attend::element_t<decltype(xi / 2)>, double>);
+static_assert(std::is_same_v<attend::element_t<decltype(xf > 0.5)>, bool>);
+static_assert(std::is_same_v<attend::element_t<decltype(xb && !xb)>, bool>);
+static_assert(std::is_same_v<attend::element_t<decltype(attend::cast<double>(xf) + xd)>, double>);
+static_assert(std::is_same_v<attend::shape_t<decltype(attend::causal_mask<3, 5>())>, attend::shape<3, 5>>);
+static_assert(std::is_same_v<attend::broadcast_t<attend::shape<3, 1, 5>, attend::shape<4, 1>>, attend::shape<3, 4, 5>>);
+static_assert(attend::tensor<float, 2, 3, 4>::rank == 3 && attend::tensor<float, 2, 3, 4>::size == 24);
+static_assert(boost::hana::equal(attend::shape<2, 3, 4>::dims, boost::hana::make_tuple(boost::hana::size_c<2>, boost::hana::size_c<3>, boost::hana::size_c<4>)));
+static_assert(attend::shapes::strides(attend::shape<2, 3, 4>::extents) == std::array<std::size_t, 3>{12, 4, 1});
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(semantics)
+
+BOOST_AUTO_TEST_CASE(construction_and_access) {
+    tensor<float, 2, 3> t;
+    for (std::size_t k = 0; k < 6; ++k) BOOST_TEST(t.data()[k] == 0.0f);  // value-initialised
+    tensor<float, 2, 3> u{1, 2, 3, 4, 5, 6};
+    BOOST_TEST(u(0, 0) == 1.0f);
+    BOOST_TEST(u(1, 2) == 6.0f);
+    u(1, 0) = 9;
+    BOOST_TEST(u.data()[3] == 9.0f);
+    u = 7.5f;  // scalar fill
+    BOOST_TEST(u(1, 1) == 7.5f);
+}
+
+BOOST_AUTO_TEST_CASE(ieee_special_values_propagate) {
+    tensor<float, 8> a{-pinf, pinf, qnan, 1, -pinf, 0, qnan, 2};
+    tensor<float, 8> b{1, -pinf, 3, qnan, -pinf, 0, 1, pinf};
+    auto A = [&](const ref::index& i) { return ref::at(a, i); };
+    auto B = [&](const ref::index& i) { return ref::at(b, i); };
+    // NaN in either operand of maximum/minimum gives NaN (IEEE 754-2019 maximum, NumPy).
+    auto ieee_max = [](double x, double y) { return std::isnan(x) || std::isnan(y) ? qnan : std::max(x, y); };
+    auto ieee_min = [](double x, double y) { return std::isnan(x) || std::isnan(y) ? qnan : std::min(x, y); };
+    ref::expect_all(attend::eval(a + b), [&](auto& i) { return A(i) + B(i); });
+    ref::expect_all(attend::eval(a * b), [&](auto& i) { return A(i) * B(i); });
+    ref::expect_all(attend::eval(a / b), [&](auto& i) { return A(i) / B(i); });
+    ref::expect_all(attend::eval(attend::maximum(a, b)), [&](auto& i) { return ieee_max(A(i), B(i)); });
+    ref::expect_all(attend::eval(attend::minimum(a, b)), [&](auto& i) { return ieee_min(A(i), B(i)); });
+    ref::expect_all(attend::eval(exp(a)), [&](auto& i) { return std::exp(A(i)); });
+    ref::expect_all(attend::eval(exp(a - attend::maximum(a, b))),
+                    [&](auto& i) { return std::exp(A(i) - ieee_max(A(i), B(i))); });
+    ref::expect_all(attend::eval(a < b), [&](auto& i) { return double(A(i) < B(i)); });
+    ref::expect_all(attend::eval(a != b), [&](auto& i) { return double(A(i) != B(i)); });
+    ref::expect_all(attend::eval(attend::masked_fill(a, a != a, -pinf)), [&](auto& i) { return std::isnan(A(i)) ? -pinf : A(i); });
+    tensor<float, 3> z{0, -1, 4};
+    ref::expect_all(attend::eval(log(z)), [&](auto& i) { return std::log(ref::at(z, i)); });
+    ref::expect_all(attend::eval(sqrt(z)), [&](auto& i) { return std::sqrt(ref::at(z, i)); });
+}
+
+BOOST_AUTO_TEST_CASE(assignment_reads_the_old_values) {
+    tensor<float, 5, 19> a, before;
+    ref::fill(a, 3);
+    before = a;
+    a = a * 2 + a;
+    ref::expect_all(a, [&](auto& i) { return ref::at(before, i) * 3; });
+
+    // The right side reads row 0 of `a` through a view, broadcast over every row of `a`.
+    before = a;
+    tensor_ref<float, 1, 19> row0(a.data());
+    a = a - row0;
+    ref::expect_all(a, [&](auto& i) { return ref::at(before, i) - ref::at(before, {0, i[1]}); });
+
+    // Overlapping views shifted by one element, both directions.
+    tensor<float, 40> buf;
+    ref::fill(buf, 4);
+    const tensor<float, 40> orig = buf;
+    tensor_ref<float, 39> lo(buf.data()), hi(buf.data() + 1);
+    lo = hi * 2;
+    ref::expect_all(lo, [&](auto& i) { return ref::at(orig, {i[0] + 1}) * 2; });
+    buf = orig;
+    hi = lo + 1;
+    ref::expect_all(hi, [&](auto& i) { return ref::at(orig, i) + 1; });
+
+    // Copying a view copies elements; it does not rebind.
+    tensor<float, 4> p{1, 2, 3, 4}, q{5, 6, 7, 8};
+    tensor_ref<float, 4> pv(p.data());
+    const tensor_ref<float, 4> qv(q.data());
+    pv = qv;
+    BOOST_TEST(p(2) == 7.0f);
+    BOOST_TEST(pv.data() == p.data());
+}
+
+namespace {
+auto owning_expression() {
+    // The tensor is a temporary: the expression must own it.
+    return exp(tensor<float, 6>{0, 1, 2, 3, 4, 5}) * 2.0f + tensor<float, 6>{1, 1, 1, 1, 1, 1};
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(expressions_of_temporaries_do_not_dangle) {
+    auto e = owning_expression();
+    auto f = e - tensor<float, 1>{0.5f};  // nested: the node is copied, its tensors with it
+    volatile float scrub[256];            // overwrite the stack the temporaries lived on
+    for (auto& s : scrub) s = -1;
+    tensor<float, 6> r = f;
+    for (int k = 0; k < 6; ++k) BOOST_TEST(std::abs(r(k) - (std::exp(float(k)) * 2 + 0.5f)) <= 1e-5f * r(k));
+}
+
+BOOST_AUTO_TEST_CASE(index_generated_masks_and_biases) {
+    constexpr std::size_t NQ = 7, NK = 33;
+    auto i = attend::iota<0, NQ, NK>();
+    auto j = attend::iota<1, NQ, NK>();
+    ref::expect_all(attend::eval(attend::causal_mask<NQ, NK>()), [](auto& x) { return double(x[1] > x[0]); });
+    ref::expect_all(attend::eval(j > i + (NK - NQ)), [](auto& x) { return double(x[1] > x[0] + (NK - NQ)); });
+    ref::expect_all(attend::eval(abs(i - j) > 2), [](auto& x) { return double(std::abs(double(x[0]) - double(x[1])) > 2); });
+    tensor<float, NQ, NK> s;
+    ref::fill(s, 5);
+    ref::expect_all(attend::eval(s + 0.25 * (j - i)), [&](auto& x) { return ref::at(s, x) + 0.25 * (double(x[1]) - double(x[0])); });
+    ref::expect_all(attend::eval(attend::masked_fill(s, j < i - 3 || j > i, -pinf)),
+                    [&](auto& x) { return (double(x[1]) < double(x[0]) - 3 || x[1] > x[0]) ? -pinf : ref::at(s, x); });
+    // A lower-rank iota broadcasts over leading axes.
+    tensor<float, 2, NQ, NK> s3;
+    ref::fill(s3, 6);
+    ref::expect_all(attend::eval(attend::masked_fill(s3, attend::causal_mask<NQ, NK>(), 0)),
+                    [&](auto& x) { return x[2] > x[1] ? 0.0 : ref::at(s3, x); });
+    tensor<std::int64_t, 3, 4> ints = attend::iota<1, 3, 4>() * 10 - attend::iota<0, 3, 4>();
+    ref::expect_all(ints, [](auto& x) { return double(x[1] * 10) - double(x[0]); });
+}
+
+BOOST_AUTO_TEST_CASE(casts) {
+    tensor<float, 9> x{-2.7f, -1.5f, -0.2f, 0, 0.2f, 1.5f, 2.7f, 1e10f, 3};
+    ref::expect_all(attend::eval(attend::cast<int>(attend::minimum(x, 1e6f))),
+                    [&](auto& i) { return std::trunc(std::min(ref::at(x, i), 1e6)); });
+    ref::expect_all(attend::eval(attend::cast<bool>(x)), [&](auto& i) { return double(ref::at(x, i) != 0); });
+    ref::expect_all(attend::eval(attend::cast<float>(x > 0) * 2), [&](auto& i) { return ref::at(x, i) > 0 ? 2.0 : 0.0; });
+    tensor<double, 9> d;
+    ref::fill(d, 7);
+    // float + cast<float>(double): the double operand is rounded to float first.
+    ref::expect_all(attend::eval(x * 0 + attend::cast<float>(d)), [&](auto& i) { return double(float(ref::at(d, i))); }, 0);
+    // double tree over a float operand: converted exactly, computed in double.
+    ref::expect_all(attend::eval(attend::cast<double>(x / 3.0f) + d),
+                    [&](auto& i) { return double(float(ref::at(x, i) / 3.0f)) + ref::at(d, i); }, 1e-15);
+}
+
+BOOST_AUTO_TEST_CASE(big_tensors_live_off_the_stack) {
+    using big = tensor<float, 4096, 1024>;
+    auto a = std::make_unique<big>();
+    auto b = std::make_unique<big>();
+    ref::fill(*a, 8);
+    *b = *a * 2 + 1;
+    *a = *a - *b;  // same tensor on both sides, in place
+    static tensor<float, 1024, 1024> s;  // static storage
+    s = 1.5f;
+    for (std::size_t k : {std::size_t{0}, std::size_t{12345}, big::size - 1}) {
+        BOOST_TEST(a->data()[k] == -(b->data()[k] - 1) / 2 - 1, boost::test_tools::tolerance(1e-5f));
+    }
+    BOOST_TEST(s(1023, 1023) == 1.5f);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
