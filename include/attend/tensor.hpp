@@ -143,6 +143,21 @@ private:
     T* p_;
 };
 
+namespace detail {
+template <template <class, std::size_t...> class Storage, class T, class S>
+struct storage_of;
+template <template <class, std::size_t...> class Storage, class T, std::size_t... D>
+struct storage_of<Storage, T, shape<D...>> {
+    using type = Storage<T, D...>;
+};
+}  // namespace detail
+
+// The tensor / view of element type T and shape type S (e.g. a shape computed by the algebra).
+template <class T, class S>
+using tensor_t = typename detail::storage_of<tensor, T, S>::type;
+template <class T, class S>
+using tensor_ref_t = typename detail::storage_of<tensor_ref, T, S>::type;
+
 template <class T>
 inline constexpr bool is_tensor = false;
 template <class T, std::size_t... D>

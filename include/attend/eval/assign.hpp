@@ -106,13 +106,6 @@ void assign(T* out, E&& expr) {
     }
 }
 
-template <class T, class S>
-struct tensor_of;
-template <class T, std::size_t... D>
-struct tensor_of<T, shape<D...>> {
-    using type = tensor<T, D...>;
-};
-
 }  // namespace detail
 }  // namespace ATTEND_ARCH_NAMESPACE
 
@@ -121,7 +114,7 @@ template <class E, class Arch = simd::default_arch>
     requires expression<E>
 auto eval(E&& e) {
     using L = operand_t<E>;
-    typename detail::tensor_of<typename L::value_type, typename L::shape_type>::type result;
+    tensor_t<typename L::value_type, typename L::shape_type> result;
     detail::assign<Arch, true, op::eval, typename L::shape_type>(result.data(), std::forward<E>(e));
     return result;
 }
