@@ -8,6 +8,7 @@
 // so the first error names the operation, and its block shows both shapes.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <type_traits>
 
@@ -44,6 +45,55 @@ struct extents_positive {
 template <class Op, std::size_t Axis, class S>
 struct axis_in_range {
     static constexpr bool ok = Axis < S::rank;
+};
+
+// A list of axis numbers, printed in diagnostics (permute's argument).
+template <std::size_t... I>
+struct axes {};
+
+// permute<I...>: one entry per axis, each axis exactly once.
+template <class Op, class S, class Axes>
+struct permutation;
+template <class Op, class S, std::size_t... I>
+struct permutation<Op, S, axes<I...>> {
+    static constexpr bool ok = [] {
+        if (sizeof...(I) != S::rank) return false;
+        bool seen[sizeof...(I) + 1] = {};
+        for (std::size_t i : {I...}) {
+            if (i >= S::rank || seen[i]) return false;
+            seen[i] = true;
+        }
+        return true;
+    }();
+};
+
+// reshape<D...>: the same number of elements.
+template <class Op, class From, class To>
+struct same_size {
+    static constexpr bool ok = From::size == To::size;
+};
+
+// Operations that need at least a given rank (transpose, matmul).
+template <class Op, std::size_t MinRank, class S>
+struct rank_at_least {
+    static constexpr bool ok = S::rank >= MinRank;
+};
+
+// matmul: (..., M, K) x (..., K, N), batch axes broadcast.
+template <class Op, class A, class B>
+struct contraction {
+    static constexpr bool ok = [] {
+        if constexpr (A::rank < 2 || B::rank < 2) {
+            return false;
+        } else {
+            if (A::extents[A::rank - 1] != B::extents[B::rank - 2]) return false;
+            std::array<std::size_t, A::rank - 2> ab{};
+            std::array<std::size_t, B::rank - 2> bb{};
+            for (std::size_t k = 0; k + 2 < A::rank; ++k) ab[k] = A::extents[k];
+            for (std::size_t k = 0; k + 2 < B::rank; ++k) bb[k] = B::extents[k];
+            return shapes::broadcastable(ab, bb);
+        }
+    }();
 };
 
 }  // namespace attend::check

@@ -75,15 +75,18 @@ constexpr auto broadcast(const extents_t<RA>& a, const extents_t<RB>& b) {
     return r;
 }
 
-// Strides with which an operand of extents `e` is read at an index of rank R it broadcasts to:
-// right-aligned row-major strides, 0 along axes the operand repeats (extent 1 or absent).
+// Strides with which an operand of extents `e` and element strides `s` is read at an index of
+// rank R it broadcasts to: right-aligned, 0 along axes the operand repeats (extent 1 or absent).
 template <std::size_t R, std::size_t r>
-constexpr extents_t<R> broadcast_strides(const extents_t<r>& e) {
+constexpr extents_t<R> broadcast_strides(const extents_t<r>& e, const extents_t<r>& s) {
     static_assert(r <= R);
-    const auto s = strides(e);
     extents_t<R> out{};
     for (std::size_t k = 0; k < r; ++k) out[R - r + k] = e[k] == 1 ? 0 : s[k];
     return out;
+}
+template <std::size_t R, std::size_t r>
+constexpr extents_t<R> broadcast_strides(const extents_t<r>& e) {
+    return broadcast_strides<R>(e, strides(e));
 }
 
 }  // namespace shapes

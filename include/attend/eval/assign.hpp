@@ -16,7 +16,10 @@
 #include "../check.hpp"
 #include "../config.hpp"
 #include "../tensor.hpp"
+#include "contract.hpp"
 #include "elementwise.hpp"
+#include "lower.hpp"
+#include "reduce.hpp"
 
 namespace attend {
 
@@ -40,33 +43,52 @@ namespace detail {
 
 // Whether any leaf could overlap the destination: views may alias anything; distinct tensors
 // never overlap, so a tensor destination can only be aliased through a view.
-template <bool DestOwned, class E>
+template <bool DestOwned>
 struct may_alias {
-    static constexpr bool value = false;
+    template <class E>
+    static constexpr bool check() {
+        if constexpr (is_elementwise_leaf<E>) return is_memory_leaf<E> && !(DestOwned && leaf_owned<E>);
+        else if constexpr (requires { typename E::rule_op; }) return []<class... A>(std::tuple<A...>*) {
+            return (check<A>() || ...);
+        }(static_cast<decltype(E::args)*>(nullptr));
+        else if constexpr (requires { typename E::cast_to; } || requires { E::axis; } || requires { typename E::view; })
+            return check<decltype(E::arg)>();
+        else if constexpr (requires { E::K; }) return check<decltype(E::a)>() || check<decltype(E::b)>();
+        else return false;
+    }
 };
-template <bool DestOwned, class T, class S, bool Owned>
-struct may_alias<DestOwned, memory_leaf<T, S, Owned>> {
-    static constexpr bool value = !(DestOwned && Owned);
-};
-template <bool DestOwned, class Op, class... A>
-struct may_alias<DestOwned, map<Op, A...>> {
-    static constexpr bool value = (may_alias<DestOwned, A>::value || ...);
-};
-template <bool DestOwned, class U, class A>
-struct may_alias<DestOwned, cast_node<U, A>> : may_alias<DestOwned, A> {};
 
-template <class S, class T, class E>
+// Whether the plan writes `out` while a leaf overlapping it is still to be read. The elementwise
+// loop reads each position before writing it, so a leaf that *is* the destination is safe there;
+// a node evaluated straight into `out` (Direct) is safe with no overlap at all. Leaves under
+// materialised nodes are read completely before the destination is touched.
+template <bool Direct, class S, class T, class E>
 inline bool overlaps_unsafely(const T* out, const E& e) noexcept {
     const auto lo = reinterpret_cast<std::uintptr_t>(out), hi = reinterpret_cast<std::uintptr_t>(out + S::size);
     bool unsafe = false;
-    for_each_memory_leaf(e, [&](const auto& leaf) {
+    for_each_memory_leaf<Direct>(e, [&](const auto& leaf) {
         using Leaf = std::remove_cvref_t<decltype(leaf)>;
         const auto b = reinterpret_cast<std::uintptr_t>(leaf.data());
-        const auto t = reinterpret_cast<std::uintptr_t>(leaf.data() + Leaf::shape_type::size);
-        const bool same = std::is_same_v<typename Leaf::value_type, T> && b == lo && Leaf::shape_type::size == S::size;
+        const auto t = reinterpret_cast<std::uintptr_t>(leaf.data() + span_of<Leaf>());
+        const bool same = !Direct && std::is_same_v<typename Leaf::value_type, T> && b == lo &&
+                          Leaf::shape_type::size == S::size && is_row_major<Leaf>;
         unsafe = unsafe || (b < hi && lo < t && !same);
     });
     return unsafe;
+}
+
+// The plan for a tree: a root contraction, reduction or softmax of the destination's shape runs
+// its own loop nest straight into `out`; anything else is lowered to an elementwise tree.
+template <class E, class S>
+inline constexpr bool direct_plan =
+    contraction_plan<E, S> ||
+    (!is_elementwise<E> && std::is_same_v<typename E::shape_type, S> && requires { E::arg; } && requires { E::axis; });
+
+template <class Arch, class S, class T, class E>
+void run_plan(T* out, const E& e) {
+    if constexpr (contraction_plan<E, S>) evaluate_contraction<Arch, S>(out, e);
+    else if constexpr (direct_plan<E, S>) evaluate_node<Arch>(out, e);
+    else lower<Arch>(e, [&](const auto& flat) { run_elementwise<Arch, S>(out, flat); });
 }
 
 template <class S>
@@ -82,16 +104,17 @@ void assign(T* out, E&& expr) {
                   "attend::cast; bool goes only into bool)");
     if constexpr (check::assignable<Op, S, typename L::shape_type>::ok && types::assignable<T, L>) {
         const L node = operand(std::forward<E>(expr));
-        if constexpr (may_alias<DestOwned, L>::value) {
-            if (overlaps_unsafely<S>(out, node)) {
+        constexpr bool direct = direct_plan<L, S>;
+        if constexpr (may_alias<DestOwned>::template check<L>()) {
+            if (overlaps_unsafely<direct, S>(out, node)) {
                 constexpr std::size_t bytes = sizeof(T) * S::size;
                 if constexpr (bytes <= config::stack_budget) {
                     alignas(64) T tmp[S::size];
-                    run_elementwise<Arch, S>(tmp, node);
+                    run_plan<Arch, S>(tmp, node);
                     std::copy(tmp, tmp + S::size, out);
                 } else if constexpr (config::heap_allowed) {
                     const auto tmp = std::make_unique_for_overwrite<T[]>(S::size);
-                    run_elementwise<Arch, S>(tmp.get(), node);
+                    run_plan<Arch, S>(tmp.get(), node);
                     std::copy(tmp.get(), tmp.get() + S::size, out);
                 } else {
                     static_assert(dependent_false<S>,
@@ -102,7 +125,7 @@ void assign(T* out, E&& expr) {
                 return;
             }
         }
-        run_elementwise<Arch, S>(out, node);
+        run_plan<Arch, S>(out, node);
     }
 }
 

@@ -61,6 +61,18 @@ inline auto splat_lanes(T v) noexcept {
     else return simd::splat<B>(v);
 }
 
+// Lanes `Stride` elements apart (a transposed or permuted view read along its last axis).
+template <class B, std::size_t Stride, class T>
+inline auto gather_lanes(const T* p) noexcept {
+    if constexpr (!simd::is_batch<B>) {
+        return load_lanes<B>(p);
+    } else {
+        alignas(64) T tmp[simd::lanes<B>];
+        for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = p[l * Stride];
+        return load_lanes<B>(static_cast<const T*>(tmp));
+    }
+}
+
 template <class T, class V>
 inline void store_lanes(T* p, const V& v) noexcept {
     if constexpr (std::is_same_v<T, bool>) simd::store_mask(p, v);
@@ -76,11 +88,12 @@ inline auto read(const Leaf& leaf, const Pos& p) noexcept {
         return load_lanes<B>(leaf.data() + p.off);
     } else {
         constexpr std::size_t R = std::tuple_size_v<decltype(p.idx)>;
-        constexpr auto st = shapes::broadcast_strides<R>(Leaf::shape_type::extents);
+        constexpr auto st = shapes::broadcast_strides<R>(Leaf::shape_type::extents, Leaf::strides);
         std::size_t off = 0;
         for (std::size_t k = 0; k < R; ++k) off += p.idx[k] * st[k];
         if constexpr (st[R - 1] == 0) return splat_lanes<B>(leaf.data()[off]);
-        else return load_lanes<B>(leaf.data() + off);
+        else if constexpr (st[R - 1] == 1) return load_lanes<B>(leaf.data() + off);
+        else return gather_lanes<B, st[R - 1]>(leaf.data() + off);
     }
 }
 
@@ -183,7 +196,7 @@ inline auto read(const cast_node<U, A>& node, const Pos& p) noexcept {
 // Every leaf is read at the output's own flat offset: no broadcasting, no index leaves.
 template <class E, class S>
 struct dense_in {
-    static constexpr bool value = E::shape_type::size == S::size;  // leaves: same size, no broadcast
+    static constexpr bool value = E::shape_type::size == S::size && is_row_major<E>;  // memory leaves
 };
 template <std::size_t Axis, class IS, class S>
 struct dense_in<iota_leaf<Axis, IS>, S> {
@@ -202,12 +215,22 @@ struct dense_in<scalar_leaf<T>, S> {
     static constexpr bool value = true;
 };
 
-// Visit every leaf that reads memory (aliasing analysis).
-template <class E, class F>
+// Visit the leaves that read memory (aliasing analysis): those the elementwise loop reads, or
+// with Deep, every leaf of the tree, including those under reductions and contractions.
+template <bool Deep, class E, class F>
 inline void for_each_memory_leaf(const E& e, F&& f) {
-    if constexpr (is_memory_leaf<E>) f(e);
-    else if constexpr (requires { e.args; }) std::apply([&](const auto&... a) { (for_each_memory_leaf(a, f), ...); }, e.args);
-    else if constexpr (requires { e.arg; }) for_each_memory_leaf(e.arg, f);
+    if constexpr (is_memory_leaf<E>) {
+        f(e);
+    } else if constexpr (requires { e.args; }) {
+        std::apply([&](const auto&... a) { (for_each_memory_leaf<Deep>(a, f), ...); }, e.args);
+    } else if constexpr (requires { typename E::cast_to; }) {
+        for_each_memory_leaf<Deep>(e.arg, f);
+    } else if constexpr (Deep && requires { e.arg; }) {
+        for_each_memory_leaf<Deep>(e.arg, f);
+    } else if constexpr (Deep && requires { e.b; }) {
+        for_each_memory_leaf<Deep>(e.a, f);
+        for_each_memory_leaf<Deep>(e.b, f);
+    }
 }
 
 }  // namespace detail

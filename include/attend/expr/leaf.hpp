@@ -16,23 +16,26 @@
 
 namespace attend {
 
-// Row-major memory read in place. `Owned` says it is an owning tensor's storage (aliasing
-// analysis: two distinct tensors never overlap).
-template <class T, class S, bool Owned>
+// Memory read in place, with compile-time strides (row-major unless a view permuted them).
+// `Owned` says it is an owning tensor's storage (aliasing analysis: two distinct tensors never
+// overlap).
+template <class T, class S, bool Owned, auto Strides = shapes::strides(S::extents)>
 struct memory_leaf : expr_base {
     using value_type = T;
     using shape_type = S;
+    static constexpr auto strides = Strides;
     static constexpr bool weak = false;
     static constexpr int precision = types::precision_of<T, false>;
     const T* ptr;
     const T* data() const noexcept { return ptr; }
 };
 
-// A tensor moved into the tree.
-template <class Tensor>
+// A tensor moved into the tree (possibly seen through a view).
+template <class Tensor, class S = typename Tensor::shape_type, auto Strides = shapes::strides(S::extents)>
 struct owning_leaf : expr_base {
     using value_type = typename Tensor::value_type;
-    using shape_type = typename Tensor::shape_type;
+    using shape_type = S;
+    static constexpr auto strides = Strides;
     static constexpr bool weak = false;
     static constexpr int precision = types::precision_of<value_type, false>;
     Tensor tensor;
@@ -50,10 +53,28 @@ struct scalar_leaf : expr_base {
 
 template <class E>
 inline constexpr bool is_memory_leaf = false;
-template <class T, class S, bool O>
-inline constexpr bool is_memory_leaf<memory_leaf<T, S, O>> = true;
-template <class Tensor>
-inline constexpr bool is_memory_leaf<owning_leaf<Tensor>> = true;
+template <class T, class S, bool O, auto St>
+inline constexpr bool is_memory_leaf<memory_leaf<T, S, O, St>> = true;
+template <class Tensor, class S, auto St>
+inline constexpr bool is_memory_leaf<owning_leaf<Tensor, S, St>> = true;
+
+// Whether a leaf is an owning tensor's storage (a moved-in tensor counts: it aliases nothing).
+template <class Leaf>
+inline constexpr bool leaf_owned = true;
+template <class T, class S, bool O, auto St>
+inline constexpr bool leaf_owned<memory_leaf<T, S, O, St>> = O;
+
+// Leaves laid out row-major (a flat loop can read them at the output's offsets).
+template <class Leaf>
+inline constexpr bool is_row_major = Leaf::strides == shapes::strides(Leaf::shape_type::extents);
+
+// Elements from data() to the last one the leaf reads, plus one (aliasing analysis).
+template <class Leaf>
+constexpr std::size_t span_of() {
+    std::size_t last = 0;
+    for (std::size_t k = 0; k < Leaf::shape_type::rank; ++k) last += (Leaf::shape_type::extents[k] - 1) * Leaf::strides[k];
+    return last + 1;
+}
 
 // The node an operand becomes inside a tree.
 template <class X>

@@ -29,6 +29,7 @@ struct broadcast_all<S, T, R...> : broadcast_all<broadcast_t<S, T>, R...> {};
 
 template <class Op, class... A>
 struct map : expr_base {
+    using rule_op = Op;
     using rule = result<Op, A...>;
     using value_type = typename rule::type;
     using shape_type = typename detail::broadcast_all<typename A::shape_type...>::type;
@@ -40,6 +41,7 @@ struct map : expr_base {
 // cast<U>(a): conversion to U; the operand is computed in its own precision.
 template <class U, class A>
 struct cast_node : expr_base {
+    using cast_to = U;
     using value_type = U;
     using shape_type = typename A::shape_type;
     static constexpr bool weak = false;

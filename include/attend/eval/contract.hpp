@@ -1,0 +1,286 @@
+// attend/eval/contract.hpp — the contraction plan: a register-blocked SIMD matmul kernel with
+// elementwise prologues (inside packing) and an epilogue (applied to each finished tile).
+//
+// Loop nest per batch index: column blocks of NR = NV lanes-wide (outer), k blocks of KC, row
+// blocks of MR (inner). The B panel (KC x NR) is packed once per column and k block by reading
+// the operand expression lane by lane — which evaluates a prologue such as `W * s`, reads a
+// transposed view without materialising it, and zero-pads the column tail. The A block (MR x KC)
+// is packed the same way along k. The micro-kernel keeps MR x NV accumulators in registers;
+// tails in M use a kernel instantiated for the remaining rows (all extents are compile-time).
+// A finished tile goes to a small stack tile, from which the epilogue tree (the expression
+// around the matmul) computes the output rows while they are in L1. Nothing is allocated.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <type_traits>
+
+#include "../expr/matmul.hpp"
+#include "lower.hpp"
+#include "read.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+// Tile geometry for element type F on the target: accumulators use MR x NV of the vector
+// registers (32 on AVX-512, 16 elsewhere), leaving room for the B row and the A broadcast.
+template <class F, class Arch>
+struct tiling {
+    using B = simd::batch<F, Arch>;
+    static constexpr std::size_t W = simd::lanes<B>;
+    static constexpr bool wide = sizeof(B) == 64;
+    static constexpr std::size_t NV = 2, NR = NV * W, MR = wide ? 12 : 4;
+    static constexpr std::size_t KC = 256;
+};
+
+// Where the current finished tile is: rows of `ld` values starting at output position (i0, j0)
+// of the current batch index. The epilogue reads the matmul's values through it.
+template <class F>
+struct tile_cursor {
+    const F* data;
+    std::size_t ld, i0, j0;
+};
+
+template <class F, class S>
+struct tile_leaf : expr_base {
+    using value_type = F;
+    using shape_type = S;
+    static constexpr bool weak = false;
+    static constexpr int precision = types::precision_of<F, false>;
+    const tile_cursor<F>* at;
+};
+
+template <class B, class F, class S, std::size_t R>
+inline B read(const tile_leaf<F, S>& t, const nd_pos<R>& p) noexcept {
+    const tile_cursor<F>& c = *t.at;
+    return simd::load<B>(c.data + (p.idx[R - 2] - c.i0) * c.ld + (p.idx[R - 1] - c.j0));
+}
+
+// The epilogue tree: the expression around the matmul, with the matmul replaced by the tile and
+// owned tensors read in place.
+template <class Tile, class E>
+auto with_tile(const E& e, const Tile& tile) {
+    if constexpr (requires { E::K; }) {
+        return tile;
+    } else if constexpr (requires { e.tensor; }) {
+        return memory_leaf<typename E::value_type, typename E::shape_type, true, E::strides>{{}, e.data()};
+    } else if constexpr (requires { e.args; }) {
+        return std::apply(
+            [&](const auto&... a) {
+                using Node = map<typename E::rule_op, decltype(with_tile(a, tile))...>;
+                return Node{{}, {with_tile(a, tile)...}};
+            },
+            e.args);
+    } else if constexpr (requires { typename E::cast_to; }) {
+        using A = decltype(with_tile(e.arg, tile));
+        return cast_node<typename E::cast_to, A>{{}, with_tile(e.arg, tile)};
+    } else {
+        return e;
+    }
+}
+
+// acc[r][v] += sum over k of A[r][k] * B[k][v lanes], A packed with row stride lda, B with NR.
+template <class B, std::size_t MR, std::size_t NV, class F>
+inline void micro_kernel(const F* a, std::size_t lda, const F* b, std::size_t kc, B (&acc)[MR][NV]) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    for (std::size_t k = 0; k < kc; ++k) {
+        B bv[NV];
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) bv[v] = B::load_aligned(b + k * NV * W + v * W);
+#pragma GCC unroll 16
+        for (std::size_t r = 0; r < MR; ++r) {
+            const B av(a[r * lda + k]);
+#pragma GCC unroll 4
+            for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+        }
+    }
+}
+
+template <class Arch, class S, class T, class A, class Bop, class Finish>
+void contract(const matmul_node<A, Bop>& mm, Finish&& finish) {
+    using MM = matmul_node<A, Bop>;
+    using F = compute_t<MM, floating_or_double<T>>;
+    using G = tiling<F, Arch>;
+    using B = typename G::B;
+    constexpr std::size_t R = S::rank, M = MM::M, K = MM::K, N = MM::N;
+    constexpr std::size_t W = G::W, NV = G::NV, NR = G::NR, MR = G::MR;
+    constexpr std::size_t KC = std::min(K, G::KC);
+    constexpr std::size_t batches = S::size / (M * N);
+
+    alignas(64) F bpanel[KC * NR];
+    alignas(64) F ablock[MR * KC];
+    alignas(64) F ctile[MR * NR];
+
+    nd_pos<R> p{};  // batch axes in idx[0 .. R-3]
+    for (std::size_t batch = 0; batch < batches; ++batch) {
+        for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+            const std::size_t ncols = std::min(NR, N - j0);
+            for (std::size_t k0 = 0; k0 < K; k0 += KC) {
+                const std::size_t kc = std::min(KC, K - k0);
+                // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
+                for (std::size_t k = 0; k < kc; ++k) {
+                    p.idx[R - 2] = k0 + k;
+                    F* dst = bpanel + k * NR;
+                    std::size_t c = 0;
+                    for (; c + W <= ncols; c += W) {
+                        p.idx[R - 1] = j0 + c;
+                        read<B>(mm.b, p).store_aligned(dst + c);
+                    }
+                    for (; c < ncols; ++c) {
+                        p.idx[R - 1] = j0 + c;
+                        dst[c] = read<F>(mm.b, p);
+                    }
+                    for (; c < NR; ++c) dst[c] = F(0);
+                }
+                const bool first = k0 == 0, last = k0 + kc == K;
+                auto rows = [&]<std::size_t MRows>(std::size_t i0) {
+                    // Pack A[i0 .. i0+MRows, k0 .. k0+kc) along k.
+                    for (std::size_t r = 0; r < MRows; ++r) {
+                        p.idx[R - 2] = i0 + r;
+                        std::size_t k = 0;
+                        for (; k + W <= kc; k += W) {
+                            p.idx[R - 1] = k0 + k;
+                            read<B>(mm.a, p).store_aligned(ablock + r * KC + k);
+                        }
+                        for (; k < kc; ++k) {
+                            p.idx[R - 1] = k0 + k;
+                            ablock[r * KC + k] = read<F>(mm.a, p);
+                        }
+                    }
+                    B acc[MRows][NV];
+                    for (auto& row : acc)
+                        for (auto& v : row) v = B(F(0));
+                    micro_kernel<B, MRows, NV>(ablock, KC, bpanel, kc, acc);
+                    for (std::size_t r = 0; r < MRows; ++r)
+                        for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
+                    p.idx[R - 2] = i0;
+                    p.idx[R - 1] = j0;
+                    finish(p, ctile, NR, MRows, ncols, first, last);
+                };
+                std::size_t i0 = 0;
+                for (; i0 + MR <= M; i0 += MR) rows.template operator()<MR>(i0);
+                if constexpr (M % MR != 0) rows.template operator()<M % MR>(i0);
+            }
+        }
+        for (std::size_t k = R - 2; k-- > 0;) {  // next batch index
+            if (++p.idx[k] < S::extents[k]) break;
+            p.idx[k] = 0;
+        }
+    }
+}
+
+// Writes tile rows [r][0 .. ncols) to `out` at position p (row stride N), adding the partial
+// sums already there unless this is the first k block, and applying `epi` on the last.
+template <class Arch, class S, class T, class F, class Epi>
+inline void finish_tile(T* out, const nd_pos<S::rank>& p, F* tile, std::size_t ld, std::size_t rows,
+                        std::size_t ncols, bool first, bool last, const Epi* epi) {
+    using B = simd::batch<F, Arch>;
+    constexpr std::size_t R = S::rank, W = simd::lanes<B>, N = S::extents[R - 1];
+    constexpr auto st = shapes::strides(S::extents);
+    std::size_t base = 0;
+    for (std::size_t k = 0; k < R; ++k) base += p.idx[k] * st[k];
+    for (std::size_t r = 0; r < rows; ++r) {
+        T* o = out + base + r * N;
+        F* t = tile + r * ld;
+        if (!first) {  // continue the sum of earlier k blocks, kept in `out`
+            std::size_t c = 0;
+            for (; c + W <= ncols; c += W) (simd::load<B>(t + c) + simd::load<B>(o + c)).store_unaligned(t + c);
+            for (; c < ncols; ++c) t[c] += static_cast<F>(o[c]);
+        }
+        if (!last || epi == nullptr) {
+            std::size_t c = 0;
+            for (; c + W <= ncols; c += W) simd::store(o + c, simd::load<B>(t + c));
+            for (; c < ncols; ++c) o[c] = static_cast<T>(t[c]);
+        } else if constexpr (!std::is_same_v<Epi, void>) {
+            nd_pos<R> q = p;
+            q.idx[R - 2] += r;
+            std::size_t c = 0;
+            for (; c + W <= ncols; c += W) {
+                q.idx[R - 1] = p.idx[R - 1] + c;
+                store_lanes(o + c, read<B>(*epi, q));
+            }
+            for (; c < ncols; ++c) {
+                q.idx[R - 1] = p.idx[R - 1] + c;
+                store_lanes(o + c, read<F>(*epi, q));
+            }
+        }
+    }
+}
+
+// How many contractions, reductions, softmaxes and views of computed operands a tree holds.
+template <class E>
+constexpr std::size_t count_materialised() {
+    if constexpr (is_elementwise_leaf<E>) return 0;
+    else if constexpr (requires { typename E::rule_op; })
+        return []<class... A>(std::tuple<A...>*) { return (std::size_t{0} + ... + count_materialised<A>()); }(
+            static_cast<decltype(E::args)*>(nullptr));
+    else if constexpr (requires { typename E::cast_to; }) return count_materialised<decltype(E::arg)>();
+    else return 1;
+}
+
+template <class E>
+constexpr bool holds_matmul() {
+    if constexpr (requires { E::K; }) return true;
+    else if constexpr (requires { typename E::rule_op; })
+        return []<class... A>(std::tuple<A...>*) { return (holds_matmul<A>() || ...); }(static_cast<decltype(E::args)*>(nullptr));
+    else if constexpr (requires { typename E::cast_to; }) return holds_matmul<decltype(E::arg)>();
+    else return false;
+}
+
+template <class E>
+const auto& find_matmul(const E& e) {
+    if constexpr (requires { E::K; }) {
+        return e;
+    } else if constexpr (requires { typename E::cast_to; }) {
+        return find_matmul(e.arg);
+    } else {
+        constexpr std::size_t i = []<class... A>(std::tuple<A...>*) {
+            std::size_t k = 0, found = 0;
+            ((holds_matmul<A>() ? (found = k, ++k) : ++k), ...);
+            return found;
+        }(static_cast<decltype(E::args)*>(nullptr));
+        return find_matmul(std::get<i>(e.args));
+    }
+}
+
+// The contraction plan applies to a tree holding exactly one matmul, of the output's shape,
+// with only elementwise work around it (the epilogue).
+template <class E, class S>
+inline constexpr bool contraction_plan = [] {
+    if constexpr (count_materialised<E>() == 1 && holds_matmul<E>() && std::is_same_v<typename E::shape_type, S>)
+        return std::is_same_v<typename std::remove_cvref_t<decltype(find_matmul(std::declval<const E&>()))>::shape_type, S>;
+    else
+        return false;
+}();
+
+template <class Arch, class S, class T, class E>
+void evaluate_contraction(T* out, const E& tree) {
+    const auto& node = find_matmul(tree);
+    lower<Arch>(node.a, [&](const auto& a) {
+        lower<Arch>(node.b, [&](const auto& b) {
+            using MM = matmul_node<std::remove_cvref_t<decltype(a)>, std::remove_cvref_t<decltype(b)>>;
+            using F = compute_t<MM, floating_or_double<T>>;
+            const MM mm{{}, a, b};
+            tile_cursor<F> cursor{};
+            const auto epi = with_tile(tree, tile_leaf<F, S>{{}, &cursor});
+            constexpr bool plain = requires { E::K; } && std::is_same_v<T, F>;
+            contract<Arch, S, T>(mm, [&](const auto& p, F* tile, std::size_t ld, std::size_t rows, std::size_t ncols,
+                                        bool first, bool last) {
+                cursor = {tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
+                if constexpr (plain) finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, static_cast<const void*>(nullptr));
+                else finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, &epi);
+            });
+        });
+    });
+}
+
+template <class Arch, class T, class A, class Bop>
+void evaluate_node(T* out, const matmul_node<A, Bop>& node) {
+    evaluate_contraction<Arch, typename matmul_node<A, Bop>::shape_type>(out, node);
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend

@@ -1,0 +1,119 @@
+// attend/eval/lower.hpp — the materialising planner: turns any tree into an elementwise one.
+//
+// Elementwise nodes pass through; every other node (reduction, softmax, matmul, a view of a
+// computed expression) is evaluated by its own loop nest into a temporary sized at compile time
+// and replaced by a leaf reading it. Temporaries live on the stack up to config::stack_budget,
+// else on the heap; ATTEND_NO_HEAP turns a heap temporary into a compile error. The rewriting is
+// continuation-passing: `lower(e, k)` calls k with the lowered tree while the temporaries live.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../config.hpp"
+#include "../expr/matmul.hpp"
+#include "../expr/reduce.hpp"
+#include "../expr/view.hpp"
+#include "elementwise.hpp"
+#include "read.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+template <class T, std::size_t N, bool OnStack = (sizeof(T) * N <= config::stack_budget)>
+struct temp_buffer {
+    alignas(64) T storage[N];
+    T* data() noexcept { return storage; }
+};
+template <class T, std::size_t N>
+struct temp_buffer<T, N, false> {
+    static_assert(config::heap_allowed,
+                  "attend: this expression needs a temporary larger than ATTEND_STACK_BUDGET and ATTEND_NO_HEAP "
+                  "forbids the heap: evaluate the sub-expression into a tensor you own, or raise the budget");
+    std::unique_ptr<T[]> storage = std::make_unique_for_overwrite<T[]>(N);
+    T* data() noexcept { return storage.get(); }
+};
+
+// Nodes the elementwise loop can read directly.
+template <class E>
+inline constexpr bool is_elementwise_leaf = is_memory_leaf<E>;
+template <class S>
+inline constexpr bool is_elementwise_leaf<scalar_leaf<S>> = true;
+template <std::size_t Axis, class S>
+inline constexpr bool is_elementwise_leaf<iota_leaf<Axis, S>> = true;
+
+// Whether a tree is elementwise all the way down (nothing to materialise).
+template <class E>
+inline constexpr bool is_elementwise = is_elementwise_leaf<E>;
+template <class Op, class... A>
+inline constexpr bool is_elementwise<map<Op, A...>> = (is_elementwise<A> && ...);
+template <class U, class A>
+inline constexpr bool is_elementwise<cast_node<U, A>> = is_elementwise<A>;
+
+// Node-specific loop nests, defined in reduce.hpp and contract.hpp. Each writes the node's
+// values, row-major, to `out`, which no leaf of the node overlaps.
+template <class Arch, class T, class Op, std::size_t Axis, class A>
+void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node);
+template <class Arch, class T, std::size_t Axis, class A>
+void evaluate_node(T* out, const softmax_node<Axis, A>& node);
+template <class Arch, class T, class A, class B>
+void evaluate_node(T* out, const matmul_node<A, B>& node);
+
+template <class Arch, class E, class K>
+decltype(auto) lower(const E& e, K&& k);
+
+template <class Arch, std::size_t I, class Tuple, class K, class... Done>
+decltype(auto) lower_each(const Tuple& args, K&& k, Done&&... done) {
+    if constexpr (I == std::tuple_size_v<Tuple>) {
+        return k(std::forward<Done>(done)...);
+    } else {
+        return lower<Arch>(std::get<I>(args), [&](auto&& a) -> decltype(auto) {
+            return lower_each<Arch, I + 1>(args, k, std::forward<Done>(done)..., std::forward<decltype(a)>(a));
+        });
+    }
+}
+
+// Evaluates a non-elementwise node into a temporary and continues with a leaf reading it.
+template <class Arch, class E, class K>
+decltype(auto) materialise(const E& e, K&& k) {
+    using T = typename E::value_type;
+    using S = typename E::shape_type;
+    temp_buffer<T, S::size> buffer;
+    if constexpr (requires { evaluate_node<Arch>(buffer.data(), e); }) {
+        evaluate_node<Arch>(buffer.data(), e);
+    } else {  // a computed expression (seen through a view): elementwise into the buffer
+        lower<Arch>(e, [&](const auto& flat) { run_elementwise<Arch, S>(buffer.data(), flat); });
+    }
+    return k(memory_leaf<T, S, true>{{}, buffer.data()});
+}
+
+template <class Arch, class E, class K>
+decltype(auto) lower(const E& e, K&& k) {
+    if constexpr (is_elementwise<E>) {
+        return k(e);
+    } else if constexpr (requires { e.args; }) {
+        return lower_each<Arch, 0>(e.args, [&](auto&&... a) -> decltype(auto) {
+            using Node = map<typename E::rule_op, std::remove_cvref_t<decltype(a)>...>;
+            return k(Node{{}, {std::forward<decltype(a)>(a)...}});
+        });
+    } else if constexpr (requires { typename E::cast_to; }) {
+        return lower<Arch>(e.arg, [&](auto&& a) -> decltype(auto) {
+            return k(cast_node<typename E::cast_to, std::remove_cvref_t<decltype(a)>>{{}, std::forward<decltype(a)>(a)});
+        });
+    } else if constexpr (requires { typename E::view; }) {
+        // View of a computed operand: materialise the operand, then view the buffer as a leaf.
+        return materialise<Arch>(e.arg, [&](const auto& leaf) -> decltype(auto) {
+            return lower<Arch>(view_of<typename E::view>(leaf), k);
+        });
+    } else {
+        return materialise<Arch>(e, k);
+    }
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend

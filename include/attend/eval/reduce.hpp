@@ -1,0 +1,239 @@
+// attend/eval/reduce.hpp — loop nests for reductions along an axis and for softmax.
+//
+// Along the last axis the SIMD lanes run along the reduced axis (then one horizontal step per
+// row); along any other axis the lanes run along the last axis and the reduced axis is an outer
+// loop, so every load stays contiguous. Operands are lowered first (lower.hpp), then read lane
+// bundles like the elementwise loop does.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+#include "lower.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+// Calls f(p, base) for every row of a shape whose last axis is the innermost loop, with p the
+// n-d position of the row's first element (axis `Skip` held at 0) and base its row-major offset
+// in the shape where axis Skip has extent 1 (the reduction's output).
+template <class S, std::size_t Skip, class F>
+inline void for_each_row(F&& f) {
+    constexpr std::size_t R = S::rank;
+    constexpr auto out_ext = keep_one<S, Skip>(S::extents);
+    constexpr auto out_st = shapes::strides(out_ext);
+    std::size_t rows = 1;
+    for (std::size_t k = 0; k + 1 < R; ++k) rows *= out_ext[k];
+    nd_pos<R> p{};
+    for (std::size_t r = 0; r < rows; ++r) {
+        std::size_t base = 0;
+        for (std::size_t k = 0; k + 1 < R; ++k) base += p.idx[k] * out_st[k];
+        f(p, base);
+        for (std::size_t k = R - 1; k-- > 0;) {
+            if (++p.idx[k] < out_ext[k]) break;
+            p.idx[k] = 0;
+        }
+    }
+}
+
+template <class Op>
+struct reducer;
+
+template <>
+struct reducer<op::sum> {
+    template <class B>
+    static B identity() { return simd::splat<B>(0); }
+    template <class B>
+    static B combine(const B& acc, const B& v) { return acc + v; }
+    template <class B>
+    static simd::value_t<B> horizontal(const B& acc) { return simd::reduce_add(acc); }
+};
+
+template <>
+struct reducer<op::max> {
+    template <class B>
+    static B identity() { return simd::splat<B>(-std::numeric_limits<simd::value_t<B>>::infinity()); }
+    template <class B>
+    static B combine(const B& acc, const B& v) { return simd::maximum(acc, v); }
+    template <class B>
+    static simd::value_t<B> horizontal(const B& acc) { return simd::reduce_max(acc); }
+};
+
+// argmax keeps (value, index) pairs; a later index wins only with a strictly greater value or
+// as the first NaN, so the first index of the maximum survives.
+template <class B>
+struct arg_best {
+    B value = simd::splat<B>(-std::numeric_limits<simd::value_t<B>>::infinity());
+    B index = simd::splat<B>(0);
+    bool any = false;
+    void take(const B& v, const B& i) {
+        if (!any) {
+            value = v, index = i, any = true;
+            return;
+        }
+        const auto better = v > value || (simd::is_nan(v) && !simd::is_nan(value));
+        value = simd::select<B>(better, v, value);
+        index = simd::select<B>(better, i, index);
+    }
+};
+
+template <class Arch, class T, class Op, std::size_t Axis, class A>
+void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
+    using S = typename A::shape_type;
+    lower<Arch>(node.arg, [&](const auto& arg) {
+        using F = compute_t<std::remove_cvref_t<decltype(arg)>, floating_or_double<T>>;
+        using B = simd::batch<F, Arch>;
+        constexpr std::size_t W = simd::lanes<B>, R = S::rank, n = S::extents[Axis];
+        if constexpr (Axis == R - 1) {  // lanes along the reduced axis
+            constexpr std::size_t NV = n / W * W;
+            for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) {
+                if constexpr (std::is_same_v<Op, op::argmax>) {
+                    arg_best<B> vec;
+                    for (std::size_t j = 0; j < NV; j += W) {
+                        p.idx[R - 1] = j;
+                        vec.take(read<B>(arg, p), simd::lane_index<B>(j));
+                    }
+                    arg_best<F> best;
+                    if constexpr (NV > 0) {
+                        alignas(64) F v[W], i[W];
+                        vec.value.store_aligned(v);
+                        vec.index.store_aligned(i);
+                        for (std::size_t l = 0; l < W; ++l) {  // ties: the smaller index
+                            const bool tie = v[l] == best.value || (v[l] != v[l] && best.value != best.value);
+                            if (best.any && tie && i[l] < best.index) best.index = i[l];
+                            else best.take(v[l], i[l]);
+                        }
+                    }
+                    for (std::size_t j = NV; j < n; ++j) {
+                        p.idx[R - 1] = j;
+                        best.take(read<F>(arg, p), F(j));
+                    }
+                    out[base] = static_cast<T>(best.index);
+                } else {
+                    B acc = reducer<Op>::template identity<B>();
+                    for (std::size_t j = 0; j < NV; j += W) {
+                        p.idx[R - 1] = j;
+                        acc = reducer<Op>::combine(acc, read<B>(arg, p));
+                    }
+                    F s = reducer<Op>::horizontal(acc);
+                    for (std::size_t j = NV; j < n; ++j) {
+                        p.idx[R - 1] = j;
+                        s = reducer<Op>::combine(s, read<F>(arg, p));
+                    }
+                    out[base] = static_cast<T>(s);
+                }
+            });
+        } else {  // lanes along the last axis, the reduced axis an outer loop
+            constexpr std::size_t inner = S::extents[R - 1], NV = inner / W * W;
+            for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) {
+                auto column = [&]<class V>(std::size_t j) {
+                    p.idx[R - 1] = j;
+                    if constexpr (std::is_same_v<Op, op::argmax>) {
+                        arg_best<V> best;
+                        for (std::size_t k = 0; k < n; ++k) {
+                            p.idx[Axis] = k;
+                            best.take(read<V>(arg, p), simd::splat<V>(k));
+                        }
+                        simd::store(out + base + j, best.index);
+                    } else {
+                        V acc = reducer<Op>::template identity<V>();
+                        for (std::size_t k = 0; k < n; ++k) {
+                            p.idx[Axis] = k;
+                            acc = reducer<Op>::combine(acc, read<V>(arg, p));
+                        }
+                        simd::store(out + base + j, acc);
+                    }
+                    p.idx[Axis] = 0;
+                };
+                for (std::size_t j = 0; j < NV; j += W) column.template operator()<B>(j);
+                for (std::size_t j = NV; j < inner; ++j) column.template operator()<F>(j);
+            });
+        }
+    });
+}
+
+// softmax along Axis: max, then exp(x - max) written out while summing, then one scale. A slice
+// of all -inf has max -inf: it is shifted by 0 instead, every exp is 0, and the scale is 0.
+template <class Arch, class T, std::size_t Axis, class A>
+void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
+    using S = typename A::shape_type;
+    lower<Arch>(node.arg, [&](const auto& arg) {
+        using F = compute_t<std::remove_cvref_t<decltype(arg)>, T>;
+        using B = simd::batch<F, Arch>;
+        constexpr std::size_t W = simd::lanes<B>, R = S::rank, n = S::extents[Axis];
+        constexpr auto st = shapes::strides(S::extents);
+        constexpr F ninf = -std::numeric_limits<F>::infinity();
+        auto shift_of = [](auto m) { return simd::select<decltype(m)>(m == decltype(m)(ninf), decltype(m)(0), m); };
+        auto scale_of = [](auto s) { return simd::select<decltype(s)>(s == decltype(s)(0), decltype(s)(0), decltype(s)(1) / s); };
+        if constexpr (Axis == R - 1) {
+            constexpr std::size_t NV = n / W * W;
+            for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) {
+                T* row = out + base * n;
+                B mv = simd::splat<B>(ninf);
+                for (std::size_t j = 0; j < NV; j += W) {
+                    p.idx[R - 1] = j;
+                    mv = simd::maximum(mv, read<B>(arg, p));
+                }
+                F m = simd::reduce_max(mv);
+                for (std::size_t j = NV; j < n; ++j) {
+                    p.idx[R - 1] = j;
+                    m = simd::maximum(m, read<F>(arg, p));
+                }
+                const F shift = shift_of(m);
+                B sv = simd::splat<B>(0);
+                for (std::size_t j = 0; j < NV; j += W) {
+                    p.idx[R - 1] = j;
+                    const B e = simd::exp(read<B>(arg, p) - B(shift));
+                    simd::store(row + j, e);
+                    sv = sv + e;
+                }
+                F s = simd::reduce_add(sv);
+                for (std::size_t j = NV; j < n; ++j) {
+                    p.idx[R - 1] = j;
+                    const F e = simd::exp(read<F>(arg, p) - shift);
+                    row[j] = static_cast<T>(e);
+                    s += e;
+                }
+                const F scale = scale_of(s);
+                for (std::size_t j = 0; j < NV; j += W) simd::store(row + j, simd::load<B>(row + j) * B(scale));
+                for (std::size_t j = NV; j < n; ++j) row[j] = static_cast<T>(row[j] * scale);
+            });
+        } else {
+            constexpr std::size_t inner = S::extents[R - 1], NV = inner / W * W;
+            for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t) {
+                std::size_t first = 0;  // row-major offset of (p with axis Axis = 0) in S
+                for (std::size_t k = 0; k + 1 < R; ++k) first += p.idx[k] * st[k];
+                auto column = [&]<class V>(std::size_t j) {
+                    p.idx[R - 1] = j;
+                    V m = simd::splat<V>(ninf);
+                    for (std::size_t k = 0; k < n; ++k) {
+                        p.idx[Axis] = k;
+                        m = simd::maximum(m, read<V>(arg, p));
+                    }
+                    const V shift = shift_of(m);
+                    V s = simd::splat<V>(0);
+                    for (std::size_t k = 0; k < n; ++k) {
+                        p.idx[Axis] = k;
+                        const V e = simd::exp(read<V>(arg, p) - shift);
+                        simd::store(out + first + k * st[Axis] + j, e);
+                        s = s + e;
+                    }
+                    const V scale = scale_of(s);
+                    for (std::size_t k = 0; k < n; ++k) {
+                        T* q = out + first + k * st[Axis] + j;
+                        simd::store(q, simd::load<V>(q) * scale);
+                    }
+                    p.idx[Axis] = 0;
+                };
+                for (std::size_t j = 0; j < NV; j += W) column.template operator()<B>(j);
+                for (std::size_t j = NV; j < inner; ++j) column.template operator()<F>(j);
+            });
+        }
+    });
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend
