@@ -17,6 +17,7 @@
 #include "eval/lower.hpp"
 #include "eval/read.hpp"
 #include "eval/reduce.hpp"
+#include "expr/attention.hpp"
 #include "expr/core.hpp"
 #include "expr/index.hpp"
 #include "expr/leaf.hpp"

@@ -66,6 +66,10 @@ void evaluate_node(T* out, const matmul_node<A, B>& node);
 template <class Arch, class E, class K>
 decltype(auto) lower(const E& e, K&& k);
 
+// Evaluates any tree into `out` of shape S (assign.hpp); `out` overlaps none of its leaves.
+template <class Arch, class S, class T, class E>
+void run_plan(T* out, const E& e);
+
 template <class Arch, std::size_t I, class Tuple, class K, class... Done>
 decltype(auto) lower_each(const Tuple& args, K&& k, Done&&... done) {
     if constexpr (I == std::tuple_size_v<Tuple>) {

@@ -159,6 +159,13 @@ void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
 template <class Arch, class T, std::size_t Axis, class A>
 void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
     using S = typename A::shape_type;
+    if constexpr (!is_elementwise<A>) {
+        // Scores that need a plan of their own (a contraction and its epilogue, say) are computed
+        // straight into the output, and softmax runs over them in place.
+        run_plan<Arch, S>(out, node.arg);
+        evaluate_node<Arch>(out, softmax_node<Axis, memory_leaf<T, S, true>>{{}, {{}, out}});
+        return;
+    }
     lower<Arch>(node.arg, [&](const auto& arg) {
         using F = compute_t<std::remove_cvref_t<decltype(arg)>, T>;
         using B = simd::batch<F, Arch>;

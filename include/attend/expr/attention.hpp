@@ -1,0 +1,66 @@
+// attend/expr/attention.hpp — scaled dot-product attention as a composition of public
+// expressions, so it takes whatever plan the hand-written formula takes.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <utility>
+
+#include "../check.hpp"
+#include "map.hpp"
+#include "matmul.hpp"
+#include "reduce.hpp"
+#include "view.hpp"
+
+namespace attend {
+
+namespace op {
+struct attention {};
+}  // namespace op
+
+namespace check {
+// Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV).
+template <class Op, class Q, class K, class V>
+struct attention_shapes {
+    static constexpr bool ok = Q::rank >= 2 && K::rank >= 2 && V::rank >= 2 &&
+                               Q::extents[Q::rank - 1] == K::extents[K::rank - 1] &&
+                               K::extents[K::rank - 2] == V::extents[V::rank - 2];
+};
+}  // namespace check
+
+namespace detail {
+template <class Q, class K, class V>
+constexpr void check_attention() {
+    static_assert(check::attention_shapes<op::attention, shape_t<operand_t<Q>>, shape_t<operand_t<K>>, shape_t<operand_t<V>>>::ok,
+                  "attend: scaled_dot_product_attention: needs Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV)");
+}
+
+template <class Q>
+inline double inverse_sqrt_dk() {
+    using S = shape_t<operand_t<Q>>;
+    return 1.0 / std::sqrt(static_cast<double>(S::extents[S::rank - 1]));
+}
+}  // namespace detail
+
+// softmax(Q K^T / sqrt(DK)) V.
+template <class Q, class K, class V>
+    requires expression<Q> && expression<K> && expression<V>
+auto scaled_dot_product_attention(Q&& q, K&& k, V&& v) {
+    detail::check_attention<Q, K, V>();
+    const double scale = detail::inverse_sqrt_dk<Q>();
+    return matmul(softmax(matmul(std::forward<Q>(q), transpose(std::forward<K>(k))) * scale), std::forward<V>(v));
+}
+
+// The same with masked_fill(scores, mask, -inf): a true mask entry means the key is ignored.
+template <class Q, class K, class V, class M>
+    requires expression<Q> && expression<K> && expression<V> && expression<M>
+auto scaled_dot_product_attention(Q&& q, K&& k, V&& v, M&& mask) {
+    detail::check_attention<Q, K, V>();
+    const double scale = detail::inverse_sqrt_dk<Q>();
+    return matmul(softmax(masked_fill(matmul(std::forward<Q>(q), transpose(std::forward<K>(k))) * scale,
+                                      std::forward<M>(mask), -std::numeric_limits<double>::infinity())),
+                  std::forward<V>(v));
+}
+
+}  // namespace attend
