@@ -110,7 +110,8 @@ void contract(const matmul_node<A, Bop>& mm, Finish&& finish) {
     constexpr std::size_t batches = S::size / (M * N);
 
     alignas(64) F bpanel[KC * NR];
-    alignas(64) F ablock[MR * KC];
+    constexpr std::size_t LDA = (KC + W - 1) / W * W;  // A rows padded to whole vectors, aligned
+    alignas(64) F ablock[MR * LDA];
     alignas(64) F ctile[MR * NR];
 
     nd_pos<R> p{};  // batch axes in idx[0 .. R-3]
@@ -142,17 +143,17 @@ void contract(const matmul_node<A, Bop>& mm, Finish&& finish) {
                         std::size_t k = 0;
                         for (; k + W <= kc; k += W) {
                             p.idx[R - 1] = k0 + k;
-                            read<B>(mm.a, p).store_aligned(ablock + r * KC + k);
+                            read<B>(mm.a, p).store_aligned(ablock + r * LDA + k);
                         }
                         for (; k < kc; ++k) {
                             p.idx[R - 1] = k0 + k;
-                            ablock[r * KC + k] = read<F>(mm.a, p);
+                            ablock[r * LDA + k] = read<F>(mm.a, p);
                         }
                     }
                     B acc[MRows][NV];
                     for (auto& row : acc)
                         for (auto& v : row) v = B(F(0));
-                    micro_kernel<B, MRows, NV>(ablock, KC, bpanel, kc, acc);
+                    micro_kernel<B, MRows, NV>(ablock, LDA, bpanel, kc, acc);
                     for (std::size_t r = 0; r < MRows; ++r)
                         for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
                     p.idx[R - 2] = i0;

@@ -62,7 +62,11 @@ template <class View, class L>
 constexpr auto view_of(L&& leaf) {
     using Leaf = std::remove_cvref_t<L>;
     using S = typename View::template shape<typename Leaf::shape_type>;
-    if constexpr (is_memory_leaf<Leaf> && View::template keeps_leaf<Leaf>) {
+    constexpr bool keeps = [] {
+        if constexpr (is_memory_leaf<Leaf>) return View::template keeps_leaf<Leaf>;
+        else return false;
+    }();
+    if constexpr (keeps) {
         constexpr auto st = View::template strides<typename Leaf::shape_type, Leaf::strides>;
         if constexpr (requires { leaf.tensor; })
             return owning_leaf<decltype(leaf.tensor), S, st>{{}, std::forward<L>(leaf).tensor};

@@ -1,0 +1,235 @@
+// Contractions, reductions, softmax and views against the double reference: odd sizes, batch
+// broadcasting, transposed operands, prologue/epilogue fusion, every axis, all -inf slices,
+// huge logits, and the unfused attention formula with the seed's mask convention.
+#include <attend/attend.hpp>
+#include <boost/mpl/list.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "reference.hpp"
+
+using attend::tensor;
+
+namespace {
+constexpr double ninf = -std::numeric_limits<double>::infinity();
+
+template <std::size_t M, std::size_t K, std::size_t N>
+struct sizes {
+    static constexpr std::size_t m = M, k = K, n = N;
+};
+
+using matmul_sizes = boost::mpl::list<sizes<1, 1, 1>, sizes<3, 7, 17>, sizes<17, 33, 3>, sizes<33, 65, 7>,
+                                      sizes<65, 17, 33>, sizes<7, 300, 65>, sizes<64, 64, 64>>;
+
+// Reference matmul over explicit index sets (no shape machinery).
+template <class GetA, class GetB>
+double dot(std::size_t K, GetA ga, GetB gb) {
+    double s = 0;
+    for (std::size_t k = 0; k < K; ++k) s += ga(k) * gb(k);
+    return s;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(contraction)
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_odd_sizes, Z, matmul_sizes) {
+    constexpr std::size_t M = Z::m, K = Z::k, N = Z::n;
+    auto a = std::make_unique<tensor<float, M, K>>();
+    auto b = std::make_unique<tensor<float, K, N>>();
+    auto bt = std::make_unique<tensor<float, N, K>>();
+    ref::fill(*a, 11, -1, 1);
+    ref::fill(*b, 12, -1, 1);
+    ref::fill(*bt, 13, -1, 1);
+    const double tol = 1e-5 * std::sqrt(double(K));
+    auto ab = [&](const ref::index& i) {
+        return dot(K, [&](std::size_t k) { return ref::at(*a, {i[0], k}); }, [&](std::size_t k) { return ref::at(*b, {k, i[1]}); });
+    };
+    auto out = std::make_unique<tensor<float, M, N>>();
+    *out = attend::matmul(*a, *b);
+    ref::expect_all(*out, ab, tol);
+    // B read through a transposed view (never materialised), as in Q K^T.
+    *out = attend::matmul(*a, attend::transpose(*bt));
+    ref::expect_all(*out, [&](const ref::index& i) {
+        return dot(K, [&](std::size_t k) { return ref::at(*a, {i[0], k}); }, [&](std::size_t k) { return ref::at(*bt, {i[1], k}); });
+    }, tol);
+    // Prologue on both operands and an epilogue with a broadcast bias.
+    tensor<float, N> bias;
+    ref::fill(bias, 14);
+    *out = exp(attend::matmul(*a * 0.5f, *b - 0.25f) * 0.1f) + bias;
+    ref::expect_all(*out, [&](const ref::index& i) {
+        const double s = dot(K, [&](std::size_t k) { return double(float(ref::at(*a, {i[0], k}) * 0.5f)); },
+                             [&](std::size_t k) { return double(float(ref::at(*b, {k, i[1]}) - 0.25f)); });
+        return std::exp(s * 0.1) + ref::at(bias, {i[1]});
+    }, tol);
+}
+
+BOOST_AUTO_TEST_CASE(matmul_batch_broadcasting_and_double) {
+    // GQA-style: Q (2, 3, 5, 4) x K^T with K (2, 1, 7, 4): the head axis of K broadcasts.
+    tensor<double, 2, 3, 5, 4> q;
+    tensor<double, 2, 1, 7, 4> k;
+    ref::fill(q, 21);
+    ref::fill(k, 22);
+    auto s = attend::eval(attend::matmul(q, attend::transpose(k)));
+    static_assert(std::is_same_v<decltype(s), tensor<double, 2, 3, 5, 7>>);
+    ref::expect_all(s, [&](const ref::index& i) {
+        return dot(4, [&](std::size_t d) { return ref::at(q, {i[0], i[1], i[2], d}); },
+                   [&](std::size_t d) { return ref::at(k, {i[0], 0, i[3], d}); });
+    }, 1e-12);
+    // (1, D, N) on the right of (H, N, D): the batch axis of the right operand broadcasts.
+    tensor<float, 3, 6, 5> x;
+    tensor<float, 1, 5, 6> y;
+    ref::fill(x, 23);
+    ref::fill(y, 24);
+    ref::expect_all(attend::eval(attend::matmul(x, y)), [&](const ref::index& i) {
+        return dot(5, [&](std::size_t d) { return ref::at(x, {i[0], i[1], d}); }, [&](std::size_t d) { return ref::at(y, {0, d, i[2]}); });
+    }, 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(reductions_on_every_axis) {
+    tensor<float, 3, 17, 33> x;
+    ref::fill(x, 31);
+    x(1, 4, 9) = 7.5f;  // a unique maximum somewhere
+    x(2, 16, 0) = 7.5f;
+    x(2, 16, 32) = 7.5f;  // a tie: argmax keeps the first
+    auto reduce_ref = [&](std::size_t axis, const ref::index& i, auto op, double init) {
+        double acc = init;
+        const std::size_t n = std::vector<std::size_t>{3, 17, 33}[axis];
+        for (std::size_t k = 0; k < n; ++k) {
+            ref::index j = i;
+            j[axis] = k;
+            acc = op(acc, ref::at(x, j), k);
+        }
+        return acc;
+    };
+    auto sum_op = [](double a, double v, std::size_t) { return a + v; };
+    auto max_op = [](double a, double v, std::size_t) { return std::max(a, v); };
+    ref::expect_all(attend::eval(attend::sum<0>(x)), [&](auto& i) { return reduce_ref(0, i, sum_op, 0); }, 1e-5);
+    ref::expect_all(attend::eval(attend::sum<1>(x)), [&](auto& i) { return reduce_ref(1, i, sum_op, 0); }, 1e-5);
+    ref::expect_all(attend::eval(attend::sum(x)), [&](auto& i) { return reduce_ref(2, i, sum_op, 0); }, 1e-5);
+    ref::expect_all(attend::eval(attend::max<0>(x)), [&](auto& i) { return reduce_ref(0, i, max_op, ninf); });
+    ref::expect_all(attend::eval(attend::max<-2>(x)), [&](auto& i) { return reduce_ref(1, i, max_op, ninf); });
+    ref::expect_all(attend::eval(attend::max(x)), [&](auto& i) { return reduce_ref(2, i, max_op, ninf); });
+    for (std::size_t axis = 0; axis < 3; ++axis) {
+        auto first_max = [&](const ref::index& i) {
+            double best = ninf, at = 0;
+            const std::size_t n = std::vector<std::size_t>{3, 17, 33}[axis];
+            for (std::size_t k = 0; k < n; ++k) {
+                ref::index j = i;
+                j[axis] = k;
+                if (ref::at(x, j) > best) best = ref::at(x, j), at = double(k);
+            }
+            return at;
+        };
+        if (axis == 0) ref::expect_all(attend::eval(attend::argmax<0>(x)), first_max, 0);
+        if (axis == 1) ref::expect_all(attend::eval(attend::argmax<1>(x)), first_max, 0);
+        if (axis == 2) ref::expect_all(attend::eval(attend::argmax(x)), first_max, 0);
+    }
+    // Reductions inside elementwise trees: x - max(x) broadcasts.
+    ref::expect_all(attend::eval(x - attend::max(x)), [&](auto& i) { return ref::at(x, i) - reduce_ref(2, i, max_op, ninf); });
+}
+
+BOOST_AUTO_TEST_CASE(softmax_every_axis_and_hand_written_equivalence) {
+    tensor<float, 3, 7, 65> x;
+    ref::fill(x, 41, -3, 3);
+    auto soft_ref = [&](std::size_t axis, const ref::index& i, double scale) {
+        const std::size_t n = std::vector<std::size_t>{3, 7, 65}[axis];
+        double m = ninf, s = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+            ref::index j = i;
+            j[axis] = k;
+            m = std::max(m, scale * ref::at(x, j));
+        }
+        for (std::size_t k = 0; k < n; ++k) {
+            ref::index j = i;
+            j[axis] = k;
+            s += std::exp(scale * ref::at(x, j) - m);
+        }
+        return std::exp(scale * ref::at(x, i) - m) / s;
+    };
+    ref::expect_all(attend::eval(attend::softmax<0>(x)), [&](auto& i) { return soft_ref(0, i, 1); });
+    ref::expect_all(attend::eval(attend::softmax<1>(x)), [&](auto& i) { return soft_ref(1, i, 1); });
+    ref::expect_all(attend::eval(attend::softmax(x)), [&](auto& i) { return soft_ref(2, i, 1); });
+    // Huge logits (x100) stay finite and exact.
+    ref::expect_all(attend::eval(attend::softmax(x * 100)), [&](auto& i) { return soft_ref(2, i, 100); });
+    // By hand from exp, max and sum: the same numbers.
+    auto e = exp(x - attend::max(x));
+    tensor<float, 3, 7, 65> by_hand = e / attend::sum(e);
+    ref::expect_all(by_hand, [&](auto& i) { return soft_ref(2, i, 1); });
+}
+
+BOOST_AUTO_TEST_CASE(softmax_of_all_masked_slices_is_zero) {
+    tensor<float, 4, 19> s;
+    ref::fill(s, 51);
+    tensor<bool, 4, 19> mask;
+    for (std::size_t j = 0; j < 19; ++j) mask(1, j) = true;  // row 1: every key ignored
+    for (std::size_t j = 0; j < 17; ++j) mask(2, j) = true;  // row 2: only the last two kept
+    const auto p = attend::eval(attend::softmax(attend::masked_fill(s, mask, -INFINITY)));
+    const auto q = attend::eval(attend::softmax<0>(attend::masked_fill(s, mask, -INFINITY)));
+    for (std::size_t j = 0; j < 19; ++j) BOOST_TEST(p(1, j) == 0.0f);
+    double row2 = 0;
+    for (std::size_t j = 0; j < 19; ++j) row2 += p(2, j);
+    BOOST_TEST(row2 == 1.0, boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(p(2, 0) == 0.0f);
+    for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t j = 0; j < 19; ++j) BOOST_TEST(std::isfinite(q(i, j)));
+}
+
+BOOST_AUTO_TEST_CASE(views) {
+    tensor<float, 2, 3, 5> x;
+    ref::fill(x, 61);
+    ref::expect_all(attend::eval(attend::permute<2, 0, 1>(x)), [&](auto& i) { return ref::at(x, {i[1], i[2], i[0]}); }, 0);
+    ref::expect_all(attend::eval(attend::transpose(x)), [&](auto& i) { return ref::at(x, {i[0], i[2], i[1]}); }, 0);
+    ref::expect_all(attend::eval(attend::reshape<6, 5>(x)), [&](auto& i) { return x.data()[i[0] * 5 + i[1]]; }, 0);
+    // Reshape of a non-contiguous view and of a computed expression (both materialise).
+    ref::expect_all(attend::eval(attend::reshape<30>(attend::transpose(x))), [&](auto& i) {
+        const std::size_t b = i[0] / 15, r = i[0] % 15;
+        return ref::at(x, {b, r % 3, r / 3});
+    }, 0);
+    ref::expect_all(attend::eval(attend::permute<1, 0>(attend::reshape<6, 5>(x * 2))), [&](auto& i) { return 2 * x.data()[i[1] * 5 + i[0]]; }, 0);
+    // Multi-head split and merge: (T, E) -> (h, T, E/h) -> (T, E).
+    tensor<float, 4, 6> t;
+    ref::fill(t, 62);
+    auto heads = attend::permute<1, 0, 2>(attend::reshape<4, 2, 3>(t));
+    ref::expect_all(attend::eval(heads), [&](auto& i) { return ref::at(t, {i[1], i[0] * 3 + i[2]}); }, 0);
+    ref::expect_all(attend::eval(attend::reshape<4, 6>(attend::permute<1, 0, 2>(heads))), [&](auto& i) { return ref::at(t, i); }, 0);
+}
+
+BOOST_AUTO_TEST_CASE(unfused_attention_matches_seed_semantics) {
+    // Seed 000: softmax(Q K^T / sqrt(d_k)) V with a mask where true means "ignore".
+    constexpr std::size_t NQ = 5, NK = 7, D = 4, DV = 3;
+    tensor<float, NQ, D> q;
+    tensor<float, NK, D> k;
+    tensor<float, NK, DV> v;
+    tensor<bool, NQ, NK> mask;
+    ref::fill(q, 71);
+    ref::fill(k, 72);
+    ref::fill(v, 73);
+    for (std::size_t i = 0; i < NQ; ++i)
+        for (std::size_t j = 0; j < NK; ++j) mask(i, j) = (i * 3 + j) % 4 == 0;
+    auto reference = [&](const ref::index& o, bool masked, bool causal) {
+        std::vector<double> s(NK);
+        double m = ninf;
+        for (std::size_t j = 0; j < NK; ++j) {
+            s[j] = dot(D, [&](std::size_t d) { return ref::at(q, {o[0], d}); }, [&](std::size_t d) { return ref::at(k, {j, d}); }) / std::sqrt(double(D));
+            if ((masked && mask(o[0], j)) || (causal && j > o[0])) s[j] = ninf;
+            m = std::max(m, s[j]);
+        }
+        double z = 0, acc = 0;
+        for (std::size_t j = 0; j < NK; ++j) z += std::exp(s[j] - m);
+        for (std::size_t j = 0; j < NK; ++j) acc += std::exp(s[j] - m) / z * ref::at(v, {j, o[1]});
+        return acc;
+    };
+    ref::expect_all(attend::eval(attend::scaled_dot_product_attention(q, k, v)), [&](auto& o) { return reference(o, false, false); }, 1e-5);
+    ref::expect_all(attend::eval(attend::scaled_dot_product_attention(q, k, v, mask)), [&](auto& o) { return reference(o, true, false); }, 1e-5);
+    ref::expect_all(attend::eval(attend::scaled_dot_product_attention(q, k, v, attend::causal_mask<NQ, NK>())),
+                    [&](auto& o) { return reference(o, false, true); }, 1e-5);
+    // The formula written by hand gives the same numbers.
+    tensor<float, NQ, DV> by_hand =
+        attend::matmul(attend::softmax(attend::masked_fill(attend::matmul(q, attend::transpose(k)) / std::sqrt(float(D)), mask, -INFINITY)), v);
+    ref::expect_all(by_hand, [&](auto& o) { return reference(o, true, false); }, 1e-5);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
