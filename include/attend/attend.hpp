@@ -14,6 +14,7 @@
 #include "eval/assign.hpp"
 #include "eval/contract.hpp"
 #include "eval/elementwise.hpp"
+#include "eval/explain.hpp"
 #include "eval/lower.hpp"
 #include "eval/read.hpp"
 #include "eval/reduce.hpp"

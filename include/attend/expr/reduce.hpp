@@ -36,6 +36,7 @@ constexpr std::array<std::size_t, S::rank> keep_one(std::array<std::size_t, S::r
 
 template <class Op, std::size_t Axis, class A>
 struct reduce_node : expr_base {
+    using reduce_op = Op;
     using value_type = std::conditional_t<std::is_same_v<Op, op::argmax>, std::int64_t, typename A::value_type>;
     using shape_type = shapes::shape_of<detail::keep_one<typename A::shape_type, Axis>(A::shape_type::extents)>;
     static constexpr std::size_t axis = Axis;

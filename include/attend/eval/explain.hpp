@@ -1,0 +1,161 @@
+// attend/eval/explain.hpp — the planner's choice, inspectable: `plan_of<E>` at compile time and
+// `explain(e)` as text (the loop nest, the tree it evaluates, what is materialised).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "assign.hpp"
+
+namespace attend {
+
+enum class plan {
+    elementwise,    // one SIMD loop over the output
+    contraction,    // the register-blocked matmul kernel, prologue in packing, epilogue per tile
+    reduction,      // a reduction loop nest straight into the output
+    softmax,        // the softmax loop nest (over a planned operand, in place)
+    materialising,  // non-elementwise subtrees into temporaries, then one elementwise loop
+};
+
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+template <class E, class S>
+constexpr plan plan_for() {
+    if constexpr (contraction_plan<E, S>) return plan::contraction;
+    else if constexpr (direct_plan<E, S> && requires { E::arg; } && requires { E::axis; }) {
+        if constexpr (std::is_same_v<E, softmax_node<E::axis, std::remove_cvref_t<decltype(E::arg)>>>) return plan::softmax;
+        else return plan::reduction;
+    } else if constexpr (is_elementwise<E>) return plan::elementwise;
+    else return plan::materialising;
+}
+
+template <class Op>
+constexpr const char* op_name() {
+    using namespace op;
+    if constexpr (std::is_same_v<Op, add>) return "add";
+    else if constexpr (std::is_same_v<Op, sub>) return "sub";
+    else if constexpr (std::is_same_v<Op, mul>) return "mul";
+    else if constexpr (std::is_same_v<Op, div>) return "div";
+    else if constexpr (std::is_same_v<Op, op::maximum>) return "maximum";
+    else if constexpr (std::is_same_v<Op, op::minimum>) return "minimum";
+    else if constexpr (std::is_same_v<Op, neg>) return "neg";
+    else if constexpr (std::is_same_v<Op, op::abs>) return "abs";
+    else if constexpr (std::is_same_v<Op, op::exp>) return "exp";
+    else if constexpr (std::is_same_v<Op, op::log>) return "log";
+    else if constexpr (std::is_same_v<Op, op::sqrt>) return "sqrt";
+    else if constexpr (std::is_same_v<Op, op::tanh>) return "tanh";
+    else if constexpr (std::is_same_v<Op, less>) return "less";
+    else if constexpr (std::is_same_v<Op, less_equal>) return "less_equal";
+    else if constexpr (std::is_same_v<Op, greater>) return "greater";
+    else if constexpr (std::is_same_v<Op, greater_equal>) return "greater_equal";
+    else if constexpr (std::is_same_v<Op, equal>) return "equal";
+    else if constexpr (std::is_same_v<Op, not_equal>) return "not_equal";
+    else if constexpr (std::is_same_v<Op, logical_and>) return "and";
+    else if constexpr (std::is_same_v<Op, logical_or>) return "or";
+    else if constexpr (std::is_same_v<Op, logical_not>) return "not";
+    else if constexpr (std::is_same_v<Op, op::where>) return "where";
+    else if constexpr (std::is_same_v<Op, op::sum>) return "sum";
+    else if constexpr (std::is_same_v<Op, op::max>) return "max";
+    else if constexpr (std::is_same_v<Op, op::argmax>) return "argmax";
+    else return "op";
+}
+
+template <class T>
+constexpr const char* type_name() {
+    if constexpr (std::is_same_v<T, float>) return "float";
+    else if constexpr (std::is_same_v<T, double>) return "double";
+    else if constexpr (std::is_same_v<T, bool>) return "bool";
+    else if constexpr (std::is_integral_v<T>) return "int";
+    else return "?";
+}
+
+template <class S>
+std::string extents_text() {
+    std::string s = "(";
+    for (std::size_t k = 0; k < S::rank; ++k) s += (k ? ", " : "") + std::to_string(S::extents[k]);
+    return s + ")";
+}
+
+// One line of text per tree, prefix notation.
+template <class E>
+std::string describe() {
+    using S = typename E::shape_type;
+    if constexpr (is_memory_leaf<E>) {
+        std::string s = std::string(requires { std::declval<E>().tensor; } ? "owned " : "") + "tensor<" +
+                        type_name<typename E::value_type>() + ">" + extents_text<S>();
+        if constexpr (!is_row_major<E>) {
+            s += " strides (";
+            for (std::size_t k = 0; k < S::rank; ++k) s += (k ? ", " : "") + std::to_string(E::strides[k]);
+            s += ")";
+        }
+        return s;
+    } else if constexpr (requires { std::declval<E>().value; }) {
+        return std::string("scalar<") + type_name<typename E::value_type>() + ">";
+    } else if constexpr (requires { std::declval<E>().at; }) {
+        return "tile";
+    } else if constexpr (requires { typename E::rule_op; }) {
+        return []<class... A>(std::tuple<A...>*) {
+            std::string s = std::string(op_name<typename E::rule_op>()) + "(";
+            std::size_t k = 0;
+            ((s += (k++ ? ", " : "") + describe<A>()), ...);
+            return s + ")";
+        }(static_cast<decltype(E::args)*>(nullptr));
+    } else if constexpr (requires { typename E::cast_to; }) {
+        return std::string("cast<") + type_name<typename E::cast_to>() + ">(" + describe<decltype(E::arg)>() + ")";
+    } else if constexpr (requires { typename E::view; }) {
+        return "view" + extents_text<S>() + "(" + describe<decltype(E::arg)>() + ")";
+    } else if constexpr (requires { E::K; }) {
+        return "matmul(" + describe<decltype(E::a)>() + ", " + describe<decltype(E::b)>() + ")";
+    } else if constexpr (requires { E::arg; } && requires { E::axis; }) {
+        if constexpr (std::is_same_v<E, softmax_node<E::axis, std::remove_cvref_t<decltype(E::arg)>>>)
+            return "softmax<" + std::to_string(E::axis) + ">(" + describe<decltype(E::arg)>() + ")";
+        else
+            return std::string(op_name<typename E::reduce_op>()) + "<" + std::to_string(E::axis) + ">(" +
+                   describe<decltype(E::arg)>() + ")";
+    } else if constexpr (requires { E::axis; }) {
+        return "iota<" + std::to_string(E::axis) + ">" + extents_text<S>();
+    } else {
+        return "?";
+    }
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+
+// The plan evaluation takes for `E` assigned to its own shape.
+template <class E>
+inline constexpr plan plan_of = detail::plan_for<operand_t<E>, shape_t<operand_t<E>>>();
+
+// The loop nest evaluation runs for `e`, as text.
+template <class E, class Arch = simd::default_arch>
+    requires expression<E>
+std::string explain(const E& e) {
+    using L = operand_t<const E&>;
+    using S = typename L::shape_type;
+    using F = detail::compute_t<L, detail::floating_or_double<typename L::value_type>>;
+    (void)e;
+    std::string s = "shape " + detail::extents_text<S>() + ", compute type " + detail::type_name<F>() + "\n";
+    constexpr plan p = detail::plan_for<L, S>();
+    if constexpr (p == plan::contraction) {
+        using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const L&>()))>;
+        using G = detail::tiling<F, Arch>;
+        s += "plan: contraction, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
+             " per batch index, register tile " + std::to_string(G::MR) + " x " + std::to_string(G::NR) + ", k block " +
+             std::to_string(std::min(MM::K, G::KC)) + "\n";
+        s += "  A (packed along k, prologue evaluated while packing): " + detail::describe<decltype(MM::a)>() + "\n";
+        s += "  B (packed in panels, prologue evaluated while packing): " + detail::describe<decltype(MM::b)>() + "\n";
+        if constexpr (!requires { L::K; }) s += "  epilogue per finished tile: " + detail::describe<L>() + "\n";
+    } else if constexpr (p == plan::softmax || p == plan::reduction) {
+        s += std::string("plan: ") + (p == plan::softmax ? "softmax" : "reduction") + " loop nest into the output: " +
+             detail::describe<L>() + "\n";
+    } else if constexpr (p == plan::elementwise) {
+        s += "plan: elementwise, one SIMD loop: " + detail::describe<L>() + "\n";
+    } else {
+        s += "plan: materialising: non-elementwise subtrees into temporaries, then one SIMD loop: " + detail::describe<L>() + "\n";
+    }
+    return s;
+}
+
+}  // namespace attend
