@@ -24,14 +24,20 @@ namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
 
-// Tile geometry for element type F on the target: accumulators use MR x NV of the vector
-// registers (32 on AVX-512, 16 elsewhere), leaving room for the B row and the A broadcast.
-template <class F, class Arch>
+// Tile geometry for element type F on the target, chosen from the static N: accumulators use
+// MR x NV vector registers (32 on AVX-512, 16 elsewhere), leaving room for B rows and the A
+// broadcast. A narrow output (N at most half a vector) uses half-width vectors, not padding.
+template <class F, class Arch, std::size_t N>
 struct tiling {
+    static constexpr bool half = sizeof(simd::batch<F, Arch>) == 64 && N * sizeof(F) <= 32;
+#if defined(__AVX2__)
+    using B = std::conditional_t<half, simd::batch<F, xsimd::avx2>, simd::batch<F, Arch>>;
+#else
     using B = simd::batch<F, Arch>;
+#endif
     static constexpr std::size_t W = simd::lanes<B>;
-    static constexpr bool wide = sizeof(B) == 64;
-    static constexpr std::size_t NV = 2, NR = NV * W, MR = wide ? 12 : 4;
+    static constexpr bool wide = sizeof(simd::batch<F, Arch>) == 64;  // 32 vector registers
+    static constexpr std::size_t NV = N > W ? 2 : 1, NR = NV * W, MR = wide ? 12 : 4;
     static constexpr std::size_t KC = 256;
 };
 
@@ -81,14 +87,15 @@ auto with_tile(const E& e, const Tile& tile) {
     }
 }
 
-// acc[r][v] += sum over k of A[r][k] * B[k][v lanes], A packed with row stride lda, B with NR.
+// acc[r][v] += sum over k of A[r][k] * B[k][v lanes]; A rows `lda` apart, B rows `ldb` apart.
 template <class B, std::size_t MR, std::size_t NV, class F>
-inline void micro_kernel(const F* a, std::size_t lda, const F* b, std::size_t kc, B (&acc)[MR][NV]) noexcept {
+inline void micro_kernel(const F* a, std::size_t lda, const F* b, std::size_t ldb, std::size_t kc,
+                         B (&acc)[MR][NV]) noexcept {
     constexpr std::size_t W = simd::lanes<B>;
     for (std::size_t k = 0; k < kc; ++k) {
         B bv[NV];
 #pragma GCC unroll 4
-        for (std::size_t v = 0; v < NV; ++v) bv[v] = B::load_aligned(b + k * NV * W + v * W);
+        for (std::size_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + k * ldb + v * W);
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
             const B av(a[r * lda + k]);
@@ -98,20 +105,46 @@ inline void micro_kernel(const F* a, std::size_t lda, const F* b, std::size_t kc
     }
 }
 
-template <class Arch, class S, class T, class A, class Bop, class Finish>
-void contract(const matmul_node<A, Bop>& mm, Finish&& finish) {
+// Offset of position p in a memory leaf read at output rank R (broadcast axes read stride 0).
+template <class Leaf, std::size_t R>
+constexpr std::size_t leaf_offset(const nd_pos<R>& p) noexcept {
+    constexpr auto st = shapes::broadcast_strides<R>(Leaf::shape_type::extents, Leaf::strides);
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < R; ++k) off += p.idx[k] * st[k];
+    return off;
+}
+
+// A memory leaf of the compute type whose axis `Axis` (from the end) is contiguous can be read
+// by the kernel in place; `leading` is then the stride of the other matrix axis.
+template <class Leaf, class F, std::size_t FromEnd>
+inline constexpr bool in_place = [] {
+    if constexpr (is_memory_leaf<Leaf>) {
+        constexpr std::size_t r = Leaf::shape_type::rank;
+        return std::is_same_v<typename Leaf::value_type, F> && Leaf::strides[r - 1 - FromEnd] == 1;
+    } else {
+        return false;
+    }
+}();
+
+// Runs the contraction; for each finished tile calls
+// finish(p, tile, ld, rows, ncols, first, last) with p at the tile's first output position.
+// With Plain (a bare matmul into `out` of the compute type), whole tiles skip the stack tile.
+template <class Arch, class S, class T, bool Plain, class A, class Bop, class Finish>
+void contract(const matmul_node<A, Bop>& mm, T* out, Finish&& finish) {
     using MM = matmul_node<A, Bop>;
     using F = compute_t<MM, floating_or_double<T>>;
-    using G = tiling<F, Arch>;
-    using B = typename G::B;
     constexpr std::size_t R = S::rank, M = MM::M, K = MM::K, N = MM::N;
+    using G = tiling<F, Arch, N>;
+    using B = typename G::B;
     constexpr std::size_t W = G::W, NV = G::NV, NR = G::NR, MR = G::MR;
     constexpr std::size_t KC = std::min(K, G::KC);
     constexpr std::size_t batches = S::size / (M * N);
+    constexpr bool direct_a = in_place<A, F, 0>, direct_b = in_place<Bop, F, 0>;
+    constexpr std::size_t LDA = (KC + W - 1) / W * W;  // packed A rows: whole vectors, aligned
 
-    alignas(64) F bpanel[KC * NR];
-    constexpr std::size_t LDA = (KC + W - 1) / W * W;  // A rows padded to whole vectors, aligned
-    alignas(64) F ablock[MR * LDA];
+    constexpr bool b_in_place = direct_b && N % NR == 0;  // every column block read in place
+    alignas(64) F bpanel[b_in_place ? 1 : KC * NR];
+    alignas(64) F ablock[direct_a ? 1 : MR * LDA];
     alignas(64) F ctile[MR * NR];
 
     nd_pos<R> p{};  // batch axes in idx[0 .. R-3]
@@ -120,44 +153,69 @@ void contract(const matmul_node<A, Bop>& mm, Finish&& finish) {
             const std::size_t ncols = std::min(NR, N - j0);
             for (std::size_t k0 = 0; k0 < K; k0 += KC) {
                 const std::size_t kc = std::min(KC, K - k0);
-                // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
-                for (std::size_t k = 0; k < kc; ++k) {
-                    p.idx[R - 2] = k0 + k;
-                    F* dst = bpanel + k * NR;
-                    std::size_t c = 0;
-                    for (; c + W <= ncols; c += W) {
-                        p.idx[R - 1] = j0 + c;
-                        read<B>(mm.b, p).store_aligned(dst + c);
+                const F* bp = bpanel;
+                std::size_t ldb = NR;
+                if constexpr (b_in_place) {
+                    p.idx[R - 2] = k0;
+                    p.idx[R - 1] = j0;
+                    bp = mm.b.data() + leaf_offset<Bop>(p);
+                    ldb = shapes::broadcast_strides<R>(Bop::shape_type::extents, Bop::strides)[R - 2];
+                } else {
+                    // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
+                    for (std::size_t k = 0; k < kc; ++k) {
+                        p.idx[R - 2] = k0 + k;
+                        F* dst = bpanel + k * NR;
+                        std::size_t c = 0;
+                        for (; c + W <= ncols; c += W) {
+                            p.idx[R - 1] = j0 + c;
+                            read<B>(mm.b, p).store_aligned(dst + c);
+                        }
+                        for (; c < ncols; ++c) {
+                            p.idx[R - 1] = j0 + c;
+                            dst[c] = read<F>(mm.b, p);
+                        }
+                        for (; c < NR; ++c) dst[c] = F(0);
                     }
-                    for (; c < ncols; ++c) {
-                        p.idx[R - 1] = j0 + c;
-                        dst[c] = read<F>(mm.b, p);
-                    }
-                    for (; c < NR; ++c) dst[c] = F(0);
                 }
                 const bool first = k0 == 0, last = k0 + kc == K;
                 auto rows = [&]<std::size_t MRows>(std::size_t i0) {
-                    // Pack A[i0 .. i0+MRows, k0 .. k0+kc) along k.
-                    for (std::size_t r = 0; r < MRows; ++r) {
-                        p.idx[R - 2] = i0 + r;
-                        std::size_t k = 0;
-                        for (; k + W <= kc; k += W) {
-                            p.idx[R - 1] = k0 + k;
-                            read<B>(mm.a, p).store_aligned(ablock + r * LDA + k);
-                        }
-                        for (; k < kc; ++k) {
-                            p.idx[R - 1] = k0 + k;
-                            ablock[r * LDA + k] = read<F>(mm.a, p);
+                    const F* ap = ablock;
+                    std::size_t lda = LDA;
+                    if constexpr (direct_a) {
+                        p.idx[R - 2] = i0;
+                        p.idx[R - 1] = k0;
+                        ap = mm.a.data() + leaf_offset<A>(p);
+                        lda = shapes::broadcast_strides<R>(A::shape_type::extents, A::strides)[R - 2];
+                    } else {  // pack A[i0 .. i0+MRows, k0 .. k0+kc) along k
+                        for (std::size_t r = 0; r < MRows; ++r) {
+                            p.idx[R - 2] = i0 + r;
+                            std::size_t k = 0;
+                            for (; k + W <= kc; k += W) {
+                                p.idx[R - 1] = k0 + k;
+                                read<B>(mm.a, p).store_aligned(ablock + r * LDA + k);
+                            }
+                            for (; k < kc; ++k) {
+                                p.idx[R - 1] = k0 + k;
+                                ablock[r * LDA + k] = read<F>(mm.a, p);
+                            }
                         }
                     }
                     B acc[MRows][NV];
                     for (auto& row : acc)
                         for (auto& v : row) v = B(F(0));
-                    micro_kernel<B, MRows, NV>(ablock, LDA, bpanel, kc, acc);
-                    for (std::size_t r = 0; r < MRows; ++r)
-                        for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
+                    micro_kernel<B, MRows, NV>(ap, lda, bp, ldb, kc, acc);
                     p.idx[R - 2] = i0;
                     p.idx[R - 1] = j0;
+                    if constexpr (Plain && KC == K) {
+                        if (ncols == NR) {  // whole tile: registers straight to the output
+                            T* o = out + leaf_offset<memory_leaf<T, S, true>>(p);
+                            for (std::size_t r = 0; r < MRows; ++r)
+                                for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_unaligned(o + r * N + v * W);
+                            return;
+                        }
+                    }
+                    for (std::size_t r = 0; r < MRows; ++r)
+                        for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
                     finish(p, ctile, NR, MRows, ncols, first, last);
                 };
                 std::size_t i0 = 0;
@@ -179,9 +237,7 @@ inline void finish_tile(T* out, const nd_pos<S::rank>& p, F* tile, std::size_t l
                         std::size_t ncols, bool first, bool last, const Epi* epi) {
     using B = simd::batch<F, Arch>;
     constexpr std::size_t R = S::rank, W = simd::lanes<B>, N = S::extents[R - 1];
-    constexpr auto st = shapes::strides(S::extents);
-    std::size_t base = 0;
-    for (std::size_t k = 0; k < R; ++k) base += p.idx[k] * st[k];
+    const std::size_t base = leaf_offset<memory_leaf<T, S, true>>(p);
     for (std::size_t r = 0; r < rows; ++r) {
         T* o = out + base + r * N;
         F* t = tile + r * ld;
@@ -267,8 +323,8 @@ void evaluate_contraction(T* out, const E& tree) {
             tile_cursor<F> cursor{};
             const auto epi = with_tile(tree, tile_leaf<F, S>{{}, &cursor});
             constexpr bool plain = requires { E::K; } && std::is_same_v<T, F>;
-            contract<Arch, S, T>(mm, [&](const auto& p, F* tile, std::size_t ld, std::size_t rows, std::size_t ncols,
-                                        bool first, bool last) {
+            contract<Arch, S, T, plain>(mm, out, [&](const auto& p, F* tile, std::size_t ld, std::size_t rows,
+                                                    std::size_t ncols, bool first, bool last) {
                 cursor = {tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
                 if constexpr (plain) finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, static_cast<const void*>(nullptr));
                 else finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, &epi);

@@ -140,7 +140,7 @@ std::string explain(const E& e) {
     constexpr plan p = detail::plan_for<L, S>();
     if constexpr (p == plan::contraction) {
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const L&>()))>;
-        using G = detail::tiling<F, Arch>;
+        using G = detail::tiling<F, Arch, MM::N>;
         s += "plan: contraction, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
              " per batch index, register tile " + std::to_string(G::MR) + " x " + std::to_string(G::NR) + ", k block " +
              std::to_string(std::min(MM::K, G::KC)) + "\n";
