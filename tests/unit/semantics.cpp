@@ -20,11 +20,14 @@ constexpr double pinf = std::numeric_limits<double>::infinity();
 constexpr double qnan = std::numeric_limits<double>::quiet_NaN();
 
 // Element types of expressions (API.md, "Element types").
-tensor<float, 4> xf;
-tensor<double, 4> xd;
-tensor<int, 4> xi;
-tensor<bool, 4> xb;
-auto i4 = attend::iota<0, 4>();
+// Operands for decltype only (never evaluated).
+template <class T>
+T& val();
+#define xf val<tensor<float, 4>>()
+#define xd val<tensor<double, 4>>()
+#define xi val<tensor<int, 4>>()
+#define xb val<tensor<bool, 4>>()
+#define i4 attend::iota<0, 4>()
 static_assert(std::is_same_v<attend::element_t<decltype(xf * 2)>, float>);
 static_assert(std::is_same_v<attend::element_t<decltype(xf / std::sqrt(3.0))>, float>);
 static_assert(std::is_same_v<attend::element_t<decltype(attend::masked_fill(xf, xb, -1e9))>, float>);
@@ -41,6 +44,11 @@ static_assert(std::is_same_v<attend::broadcast_t<attend::shape<3, 1, 5>, attend:
 static_assert(attend::tensor<float, 2, 3, 4>::rank == 3 && attend::tensor<float, 2, 3, 4>::size == 24);
 static_assert(boost::hana::equal(attend::shape<2, 3, 4>::dims, boost::hana::make_tuple(boost::hana::size_c<2>, boost::hana::size_c<3>, boost::hana::size_c<4>)));
 static_assert(attend::shapes::strides(attend::shape<2, 3, 4>::extents) == std::array<std::size_t, 3>{12, 4, 1});
+#undef xf
+#undef xd
+#undef xi
+#undef xb
+#undef i4
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(semantics)
