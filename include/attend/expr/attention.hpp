@@ -30,10 +30,12 @@ struct attention_shapes {
 }  // namespace check
 
 namespace detail {
+// Returns auto so that the check is instantiated at the call, before the body builds matmuls.
 template <class Q, class K, class V>
-constexpr void check_attention() {
+constexpr auto check_attention() {
     static_assert(check::attention_shapes<op::attention, shape_t<operand_t<Q>>, shape_t<operand_t<K>>, shape_t<operand_t<V>>>::ok,
                   "attend: scaled_dot_product_attention: needs Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV)");
+    return true;
 }
 
 template <class Q>
