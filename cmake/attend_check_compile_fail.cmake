@@ -1,0 +1,38 @@
+# Runs one compile-fail check (cmake -P). Variables: CXX, SOURCE, INCLUDES (;-list), FLAGS (;-list),
+# MODE (good|bad).
+#   good: the file compiles without ATTEND_FAIL.
+#   bad:  with -DATTEND_FAIL it fails; the first error is a static assertion; every
+#         `// expect: text` line of the source appears in the diagnostics.
+set(args -std=c++20 -fsyntax-only ${FLAGS})
+foreach(dir IN LISTS INCLUDES)
+  list(APPEND args -I${dir})
+endforeach()
+if(MODE STREQUAL "good")
+  execute_process(COMMAND ${CXX} ${args} ${SOURCE} RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${SOURCE} should compile without ATTEND_FAIL:\n${err}")
+  endif()
+  return()
+endif()
+
+execute_process(COMMAND ${CXX} ${args} -DATTEND_FAIL ${SOURCE} RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+string(SUBSTRING "${err}" 0 6000 head)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled with ATTEND_FAIL; it must not")
+endif()
+string(REGEX MATCH "[^\n]*error[^\n]*" first "${err}")
+if(NOT first MATCHES "static assertion failed|static_assert failed")
+  message(FATAL_ERROR "first error is not attend's static assertion:\n${first}\n--- diagnostics ---\n${head}")
+endif()
+file(STRINGS ${SOURCE} expectations REGEX "^// expect: ")
+if(NOT expectations)
+  message(FATAL_ERROR "${SOURCE} has no `// expect:` lines")
+endif()
+foreach(line IN LISTS expectations)
+  string(REPLACE "// expect: " "" text "${line}")
+  string(FIND "${err}" "${text}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "expected text not in the diagnostics: '${text}'\n--- diagnostics ---\n${head}")
+  endif()
+endforeach()
+message(STATUS "first error: ${first}")
