@@ -1,45 +1,47 @@
-// The score stage of attention, written as one expression: scaled scores of 4 queries against
-// 6 keys, an ALiBi-style distance bias, soft-capping, and a causal mask aligned to the last key.
-// Nothing is computed until the assignment, which runs one fused SIMD loop over the scores.
+// Causal self-attention on a tiny static model: 4 tokens with 6-dimensional embeddings,
+// projected to queries, keys and values of width 4, scaled dot-product attention with a causal
+// mask, printed. Every shape is in a type; a mismatch would not compile.
 #include <attend/attend.hpp>
 #include <cmath>
 #include <cstdio>
-#include <limits>
+
+namespace {
+constexpr std::size_t T = 4, E = 6, D = 4;
+
+// The model's weights (a static model: in flash on a microcontroller, in .rodata here).
+const attend::tensor<float, E, D> W_Q{0.2f, -0.1f, 0.4f, 0.0f,  0.1f, 0.3f, -0.2f, 0.5f,  -0.3f, 0.2f, 0.1f, 0.1f,
+                                      0.0f, 0.4f, 0.3f, -0.2f,  0.5f, -0.1f, 0.0f, 0.2f,  0.1f, 0.1f, -0.4f, 0.3f};
+const attend::tensor<float, E, D> W_K{-0.1f, 0.3f, 0.2f, 0.1f,  0.4f, 0.0f, -0.3f, 0.2f,  0.2f, 0.1f, 0.5f, -0.1f,
+                                      0.3f, -0.2f, 0.1f, 0.0f,  0.0f, 0.2f, 0.2f, 0.4f,  -0.2f, 0.5f, 0.1f, 0.1f};
+const attend::tensor<float, E, D> W_V{0.5f, 0.1f, 0.0f, -0.2f,  -0.1f, 0.4f, 0.2f, 0.1f,  0.2f, -0.3f, 0.5f, 0.0f,
+                                      0.1f, 0.2f, -0.1f, 0.4f,  0.3f, 0.0f, 0.2f, 0.2f,  0.0f, 0.1f, 0.3f, -0.3f};
+
+// Token embeddings of one sentence.
+const attend::tensor<float, T, E> X{1.0f, 0.0f, 0.5f, -0.5f, 0.2f, 0.1f,  0.3f, 0.8f, -0.2f, 0.1f, 0.0f, 0.6f,
+                                    -0.4f, 0.2f, 0.9f, 0.3f, -0.1f, 0.0f,  0.5f, -0.3f, 0.1f, 0.7f, 0.4f, -0.2f};
+
+template <class Tensor>
+void print(const char* title, const Tensor& t) {
+    std::printf("%s\n", title);
+    for (std::size_t i = 0; i < t.size; ++i)
+        std::printf("%9.5f%s", double(t.data()[i]), (i + 1) % Tensor::shape_type::extents[1] == 0 ? "\n" : "");
+}
+}  // namespace
 
 int main() {
     using attend::tensor;
-    constexpr std::size_t NQ = 4, NK = 6, d_k = 8;
+    // Projections: each is one register-blocked matmul.
+    const tensor<float, T, D> Q = attend::matmul(X, W_Q);
+    const tensor<float, T, D> K = attend::matmul(X, W_K);
+    const tensor<float, T, D> V = attend::matmul(X, W_V);
 
-    // Raw dot products q_i . k_j of a tiny static model (rows: queries, columns: keys).
-    const tensor<float, NQ, NK> dots{
-        4.1f, 1.3f, -2.0f, 0.7f, 3.3f, -1.1f,
-        0.2f, 5.0f, 1.9f, -0.4f, 2.2f, 0.9f,
-        -3.0f, 0.6f, 6.1f, 1.4f, -0.8f, 2.7f,
-        1.0f, -1.7f, 0.3f, 4.4f, 1.8f, 3.9f};
+    // Who attends to whom: softmax(Q K^T / sqrt(D)) with future tokens masked out (true = ignore).
+    const auto mask = attend::causal_mask<T, T>();
+    const tensor<float, T, T> weights =
+        attend::softmax(attend::masked_fill(attend::matmul(Q, attend::transpose(K)) / std::sqrt(float(D)), mask, -INFINITY));
+    const tensor<float, T, D> out = attend::scaled_dot_product_attention(Q, K, V, mask);
 
-    const auto i = attend::iota<0, NQ, NK>();  // query index
-    const auto j = attend::iota<1, NQ, NK>();  // key index
-    const float slope = 0.5f, cap = 2.0f;
-
-    const auto scores = dots / std::sqrt(float(d_k)) - slope * abs(i + (NK - NQ) - j);
-    const auto capped = cap * tanh(scores / cap);
-    const auto causal = j > i + (NK - NQ);  // query i sees keys up to its own position
-    tensor<float, NQ, NK> masked = attend::masked_fill(capped, causal, -std::numeric_limits<float>::infinity());
-
-    std::printf("masked, soft-capped, ALiBi-biased scores (%zu queries x %zu keys):\n", NQ, NK);
-    for (std::size_t q = 0; q < NQ; ++q) {
-        for (std::size_t k = 0; k < NK; ++k) std::printf(" %8.4f", double(masked(q, k)));
-        std::printf("\n");
-    }
-
-    // Attention weights of each query: exp(s - m) / sum, with the row's max m taken by hand
-    // here (reductions come with the contraction layer).
-    tensor<float, NQ, NK> weights = exp(masked - 2.0f);  // every capped score is below cap = 2
-    for (std::size_t q = 0; q < NQ; ++q) {
-        float sum = 0;
-        for (std::size_t k = 0; k < NK; ++k) sum += weights(q, k);
-        std::printf("query %zu weights:", q);
-        for (std::size_t k = 0; k < NK; ++k) std::printf(" %.4f", double(weights(q, k) / sum));
-        std::printf("\n");
-    }
+    print("attention weights (row: query token, column: key token)", weights);
+    print("attention output (one row per token)", out);
+    std::printf("plan of the output:\n%s", attend::explain(attend::scaled_dot_product_attention(Q, K, V, mask)).c_str());
 }

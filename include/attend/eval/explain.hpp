@@ -144,8 +144,16 @@ std::string explain(const E& e) {
         s += "plan: contraction, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
              " per batch index, register tile " + std::to_string(G::MR) + " x " + std::to_string(G::NR) + ", k block " +
              std::to_string(std::min(MM::K, G::KC)) + "\n";
-        s += "  A (packed along k, prologue evaluated while packing): " + detail::describe<decltype(MM::a)>() + "\n";
-        s += "  B (packed in panels, prologue evaluated while packing): " + detail::describe<decltype(MM::b)>() + "\n";
+        auto operand = []<class X>(const char* name, const char* packing) {
+            if constexpr (!detail::is_elementwise<X>)
+                return std::string("  ") + name + " (not elementwise: materialised into a temporary first): " + detail::describe<X>() + "\n";
+            else if constexpr (detail::in_place<X, F, 0>)
+                return std::string("  ") + name + " (read in place): " + detail::describe<X>() + "\n";
+            else
+                return std::string("  ") + name + " (" + packing + ", its expression evaluated while packing): " + detail::describe<X>() + "\n";
+        };
+        s += operand.template operator()<decltype(MM::a)>("A", "packed along k");
+        s += operand.template operator()<decltype(MM::b)>("B", "packed in panels");
         if constexpr (!requires { L::K; }) s += "  epilogue per finished tile: " + detail::describe<L>() + "\n";
     } else if constexpr (p == plan::softmax || p == plan::reduction) {
         s += std::string("plan: ") + (p == plan::softmax ? "softmax" : "reduction") + " loop nest into the output: " +
