@@ -1,6 +1,7 @@
 // Evaluation allocates nothing: a replaced global operator new counts every allocation while
 // elementwise trees of every kind (dense, broadcast, index-generated, masks, casts, views,
-// in-place) are evaluated. A plain main, not Boost.Test: the test framework allocates.
+// in-place), contractions, softmax and reductions are evaluated. A plain main, not Boost.Test:
+// the test framework allocates.
 #include <attend/attend.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,13 @@ int main() {
     out = attend::where(m, a, attend::cast<float>(attend::cast<double>(b) * 0.5));
     view = a / (abs(b) + 1);                              // view destination, no overlap
     auto small = attend::eval(tensor<float, 4, 4>{} + 1.0f);  // eval returns by value
+    // Contractions with prologue and epilogue, softmax and reductions (temporaries on the stack).
+    static tensor<float, 64, 64> q, k, s;
+    static tensor<float, 64, 32> v, o;
+    s = exp(attend::matmul(q * 0.5f, attend::transpose(k)) - 1.0f) + row(0, 0);
+    s = attend::softmax(attend::masked_fill(attend::matmul(q, attend::transpose(k)), attend::causal_mask<64, 64>(), -1e30f));
+    o = attend::scaled_dot_product_attention(q, k, v, attend::causal_mask<64, 64>());
+    s = s - attend::max(s) + attend::sum<0>(s);
     const std::size_t during = allocations - before;
 
     std::printf("allocations during evaluation: %zu (checksum %g)\n", during, double(out(63, 1023) + small(3, 3)));

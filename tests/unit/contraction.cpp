@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "reference.hpp"
@@ -232,6 +233,28 @@ BOOST_AUTO_TEST_CASE(unfused_attention_matches_seed_semantics) {
     tensor<float, NQ, DV> by_hand =
         attend::matmul(attend::softmax(attend::masked_fill(attend::matmul(q, attend::transpose(k)) / std::sqrt(float(D)), mask, -INFINITY)), v);
     ref::expect_all(by_hand, [&](auto& o) { return reference(o, true, false); }, 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(the_plan_is_inspectable) {
+    tensor<float, 64, 32> x;
+    tensor<float, 48, 32> k;
+    tensor<float, 48> bias;
+    // Prologue and epilogue fold into the contraction; K^T is read where it lies.
+    using fused = decltype(exp(attend::matmul(x * 0.5f, attend::transpose(k)) - 1.0f) + bias);
+    static_assert(attend::plan_of<fused> == attend::plan::contraction);
+    static_assert(attend::plan_of<decltype(attend::matmul(x, attend::transpose(k)))> == attend::plan::contraction);
+    static_assert(attend::plan_of<decltype(x * 2 + 1)> == attend::plan::elementwise);
+    static_assert(attend::plan_of<decltype(attend::softmax(attend::matmul(x, attend::transpose(k))))> == attend::plan::softmax);
+    static_assert(attend::plan_of<decltype(attend::sum<0>(x))> == attend::plan::reduction);
+    static_assert(attend::plan_of<decltype(x - attend::max(x))> == attend::plan::materialising);
+    const std::string text = attend::explain(exp(attend::matmul(x * 0.5f, attend::transpose(k)) - 1.0f) + bias);
+    BOOST_TEST(text.find("plan: contraction, 64 x 32 x 48") != std::string::npos, text);
+    BOOST_TEST(text.find("A (packed along k, its expression evaluated while packing): mul(tensor<float>(64, 32), scalar<float>)") != std::string::npos, text);
+    BOOST_TEST(text.find("B (packed in panels, its expression evaluated while packing): tensor<float>(32, 48) strides (1, 32)") != std::string::npos, text);
+    BOOST_TEST(text.find("epilogue per finished tile: add(exp(sub(matmul(") != std::string::npos, text);
+    const std::string plain = attend::explain(attend::matmul(x, attend::transpose(k)));
+    BOOST_TEST(plain.find("A (read in place): tensor<float>(64, 32)") != std::string::npos, plain);
+    BOOST_TEST(plain.find("epilogue") == std::string::npos, plain);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
