@@ -12,6 +12,8 @@
 #include "check.hpp"
 #include "config.hpp"
 #include "eval/assign.hpp"
+#include "eval/attention.hpp"
+#include "eval/bounds.hpp"
 #include "eval/contract.hpp"
 #include "eval/elementwise.hpp"
 #include "eval/explain.hpp"

@@ -155,8 +155,9 @@ BOOST_AUTO_TEST_CASE(softmax_every_axis_and_hand_written_equivalence) {
     ref::expect_all(attend::eval(attend::softmax<0>(x)), [&](auto& i) { return soft_ref(0, i, 1); });
     ref::expect_all(attend::eval(attend::softmax<1>(x)), [&](auto& i) { return soft_ref(1, i, 1); });
     ref::expect_all(attend::eval(attend::softmax(x)), [&](auto& i) { return soft_ref(2, i, 1); });
-    // Huge logits (x100) stay finite and exact.
-    ref::expect_all(attend::eval(attend::softmax(x * 100)), [&](auto& i) { return soft_ref(2, i, 100); });
+    // Huge logits (x100, up to 300) stay finite; one float ulp of a logit near 300 (3e-5) is the
+    // relative error any float evaluation order may show, so that is the tolerance.
+    ref::expect_all(attend::eval(attend::softmax(x * 100)), [&](auto& i) { return soft_ref(2, i, 100); }, 1e-4);
     // By hand from exp, max and sum: the same numbers.
     auto e = exp(x - attend::max(x));
     tensor<float, 3, 7, 65> by_hand = e / attend::sum(e);

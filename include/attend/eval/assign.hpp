@@ -16,6 +16,7 @@
 #include "../check.hpp"
 #include "../config.hpp"
 #include "../tensor.hpp"
+#include "attention.hpp"
 #include "contract.hpp"
 #include "elementwise.hpp"
 #include "lower.hpp"
@@ -81,12 +82,13 @@ inline bool overlaps_unsafely(const T* out, const E& e) noexcept {
 // its own loop nest straight into `out`; anything else is lowered to an elementwise tree.
 template <class E, class S>
 inline constexpr bool direct_plan =
-    contraction_plan<E, S> ||
+    attention_plan<E, S> || contraction_plan<E, S> ||
     (!is_elementwise<E> && std::is_same_v<typename E::shape_type, S> && requires { E::arg; } && requires { E::axis; });
 
 template <class Arch, class S, class T, class E>
 void run_plan(T* out, const E& e) {
-    if constexpr (contraction_plan<E, S>) evaluate_contraction<Arch, S>(out, e);
+    if constexpr (attention_plan<E, S>) evaluate_attention<Arch, S>(out, e);
+    else if constexpr (contraction_plan<E, S>) evaluate_contraction<Arch, S>(out, e);
     else if constexpr (direct_plan<E, S>) evaluate_node<Arch>(out, e);
     else lower<Arch>(e, [&](const auto& flat) { run_elementwise<Arch, S>(out, flat); });
 }

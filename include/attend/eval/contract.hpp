@@ -87,20 +87,21 @@ auto with_tile(const E& e, const Tile& tile) {
     }
 }
 
-// acc[r][v] += sum over k of A[r][k] * B[k][v lanes]; A rows `lda` apart, B rows `ldb` apart.
+// acc[r][v] += sum over k of A[r][k] * B[k][v lanes], with A[r][k] at a[r * lda + k * ka] and
+// B rows `ldb` apart. The accumulators stay in registers (MR x NV of them, all unrolled).
 template <class B, std::size_t MR, std::size_t NV, class F>
-inline void micro_kernel(const F* a, std::size_t lda, const F* b, std::size_t ldb, std::size_t kc,
+inline void micro_kernel(const F* a, std::size_t lda, std::size_t ka, const F* b, std::size_t ldb, std::size_t kc,
                          B (&acc)[MR][NV]) noexcept {
     constexpr std::size_t W = simd::lanes<B>;
     for (std::size_t k = 0; k < kc; ++k) {
         B bv[NV];
 #pragma GCC unroll 4
-        for (std::size_t v = 0; v < NV; ++v) bv[v] = B::load_unaligned(b + k * ldb + v * W);
+        for (std::size_t v = 0; v < NV; ++v) bv[v] = simd::load<B>(b + k * ldb + v * W);
 #pragma GCC unroll 16
         for (std::size_t r = 0; r < MR; ++r) {
-            const B av(a[r * lda + k]);
+            const B av(a[r * lda + k * ka]);
 #pragma GCC unroll 4
-            for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bv[v], acc[r][v]);
+            for (std::size_t v = 0; v < NV; ++v) acc[r][v] = simd::fma(av, bv[v], acc[r][v]);
         }
     }
 }
@@ -203,7 +204,7 @@ void contract(const matmul_node<A, Bop>& mm, T* out, Finish&& finish) {
                     B acc[MRows][NV];
                     for (auto& row : acc)
                         for (auto& v : row) v = B(F(0));
-                    micro_kernel<B, MRows, NV>(ap, lda, bp, ldb, kc, acc);
+                    micro_kernel<B, MRows, NV>(ap, lda, 1, bp, ldb, kc, acc);
                     p.idx[R - 2] = i0;
                     p.idx[R - 1] = j0;
                     if constexpr (Plain && KC == K) {

@@ -28,12 +28,15 @@ struct flat_pos {
     constexpr flat_pos advanced(std::size_t l) const noexcept { return {off + l}; }
 };
 
-template <std::size_t R>
+// An n-d position whose lanes run along axis `Lane` (the last axis, except in the attention
+// nest, where lanes run along queries).
+template <std::size_t R, std::size_t Lane = R - 1>
 struct nd_pos {
+    static constexpr std::size_t lane = Lane;
     std::array<std::size_t, R> idx;
     constexpr nd_pos advanced(std::size_t l) const noexcept {
         nd_pos p = *this;
-        p.idx[R - 1] += l;
+        p.idx[Lane] += l;
         return p;
     }
 };
@@ -87,13 +90,13 @@ inline auto read(const Leaf& leaf, const Pos& p) noexcept {
     if constexpr (is_flat<Pos>) {
         return load_lanes<B>(leaf.data() + p.off);
     } else {
-        constexpr std::size_t R = std::tuple_size_v<decltype(p.idx)>;
+        constexpr std::size_t R = std::tuple_size_v<decltype(p.idx)>, L = Pos::lane;
         constexpr auto st = shapes::broadcast_strides<R>(Leaf::shape_type::extents, Leaf::strides);
         std::size_t off = 0;
         for (std::size_t k = 0; k < R; ++k) off += p.idx[k] * st[k];
-        if constexpr (st[R - 1] == 0) return splat_lanes<B>(leaf.data()[off]);
-        else if constexpr (st[R - 1] == 1) return load_lanes<B>(leaf.data() + off);
-        else return gather_lanes<B, st[R - 1]>(leaf.data() + off);
+        if constexpr (st[L] == 0) return splat_lanes<B>(leaf.data()[off]);
+        else if constexpr (st[L] == 1) return load_lanes<B>(leaf.data() + off);
+        else return gather_lanes<B, st[L]>(leaf.data() + off);
     }
 }
 
@@ -102,11 +105,11 @@ inline auto read(const scalar_leaf<S>& leaf, const Pos&) noexcept {
     return splat_lanes<B>(leaf.value);
 }
 
-template <class B, std::size_t Axis, class S, std::size_t R>
-inline B read(const iota_leaf<Axis, S>&, const nd_pos<R>& p) noexcept {
+template <class B, std::size_t Axis, class S, std::size_t R, std::size_t L>
+inline B read(const iota_leaf<Axis, S>&, const nd_pos<R, L>& p) noexcept {
     constexpr std::size_t ax = R - S::rank + Axis;  // the output axis this iota counts along
     if constexpr (S::extents[Axis] == 1) return simd::splat<B>(0);
-    else if constexpr (ax == R - 1) return simd::lane_index<B>(p.idx[ax]);
+    else if constexpr (ax == L) return simd::lane_index<B>(p.idx[ax]);
     else return simd::splat<B>(p.idx[ax]);
 }
 

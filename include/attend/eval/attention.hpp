@@ -1,0 +1,277 @@
+// attend/eval/attention.hpp — the fused attention plan: matmul(softmax(S), V), where S is any
+// elementwise tree over matmul(Q, K^T), as one online-softmax loop nest (FlashAttention style).
+// The NQ x NK score matrix never exists; nothing is allocated.
+//
+// Orientation: queries run along the SIMD lanes. Per query tile (QT queries) Q^T is packed once;
+// per key tile (BN keys) the score tile S^T = K_tile Q^T is computed by the register-blocked
+// micro-kernel (K rows broadcast, read in place), the score tree is applied to it with lanes
+// along the queries (leaves see batch, head, i and j), and the running max and sum are plain
+// vector operations across the tile's rows — no horizontal reductions. Then
+// O^T = alpha O^T + V_tile^T P^T by the same micro-kernel (V broadcast in place), and the output
+// is divided by the sum once at the end. Key tiles a mask rules out are never visited and tiles
+// it keeps entirely skip the mask work, both decided per tile from the score tree's index
+// expressions (bounds.hpp).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
+#include "bounds.hpp"
+#include "contract.hpp"
+#include "lower.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+// The score tile S^T of the current (query tile, key tile): element (i, j) at
+// data[(j - j0) * ld + (i - i0)], so lanes along queries are contiguous.
+template <class F>
+struct score_cursor {
+    const F* data;
+    std::size_t ld, i0, j0;
+};
+
+template <class F, class S>
+struct score_leaf : expr_base {
+    using value_type = F;
+    using shape_type = S;
+    static constexpr bool weak = false;
+    static constexpr int precision = types::precision_of<F, false>;
+    const score_cursor<F>* at;
+};
+
+template <class B, class F, class S, std::size_t R, std::size_t L>
+inline B read(const score_leaf<F, S>& t, const nd_pos<R, L>& p) noexcept {
+    const score_cursor<F>& c = *t.at;
+    return simd::load<B>(c.data + (p.idx[R - 1] - c.j0) * c.ld + (p.idx[R - 2] - c.i0));
+}
+
+template <class E>
+struct attention_parts {
+    static constexpr bool value = false;
+};
+template <std::size_t Axis, class Sc, class V>
+struct attention_parts<matmul_node<softmax_node<Axis, Sc>, V>> {
+    static constexpr bool value = [] {
+        if constexpr (Axis + 1 == Sc::shape_type::rank && count_materialised<Sc>() == 1 && holds_matmul<Sc>() &&
+                      is_elementwise<V>) {
+            using MM = std::remove_cvref_t<decltype(find_matmul(std::declval<const Sc&>()))>;
+            return std::is_same_v<typename MM::shape_type, typename Sc::shape_type>;
+        } else {
+            return false;
+        }
+    }();
+};
+
+// The attention plan applies to matmul(softmax(S), V) assigned to its own shape, S an
+// elementwise tree over one matmul(Q, K^T) of S's shape, softmax along the keys.
+template <class E, class S>
+inline constexpr bool attention_plan = [] {
+    if constexpr (attention_parts<E>::value) return std::is_same_v<typename E::shape_type, S>;
+    else return false;
+}();
+
+template <class F, class Arch, std::size_t NQ>
+struct attention_tiling {
+    using B = simd::batch<F, Arch>;
+    static constexpr std::size_t W = simd::lanes<B>;
+    static constexpr std::size_t NV = NQ >= 2 * W ? 2 : 1, QT = NV * W;  // queries per tile
+    static constexpr std::size_t MR = sizeof(B) == 64 ? 12 : 4;       // keys per micro-tile
+    static constexpr std::size_t BN = 4 * MR;                          // keys per tile
+    static constexpr std::size_t MRV = sizeof(B) == 64 ? 8 : 4;        // value columns per micro-tile
+};
+
+template <class Arch, class S, class T, class E>
+void evaluate_attention(T* out, const E& root) {
+    const auto& sc = root.a.arg;  // the score tree
+    using Sc = typename std::remove_cvref_t<decltype(sc)>::shape_type;
+    const auto& scores = find_matmul(sc);
+    using MM0 = std::remove_cvref_t<decltype(scores)>;
+    constexpr std::size_t R = S::rank, Rs = Sc::rank;
+    constexpr std::size_t NQ = MM0::M, D = MM0::K, NK = MM0::N, DV = S::extents[R - 1];
+    using F = compute_t<E, floating_or_double<T>>;
+    using G = attention_tiling<F, Arch, NQ>;
+    constexpr std::size_t MR = G::MR, BN = G::BN, MRV = G::MRV;
+
+    lower<Arch>(scores.a, [&](const auto& q) {
+    lower<Arch>(scores.b, [&](const auto& kt) {
+    lower<Arch>(root.b, [&](const auto& v) {
+        using Kt = std::remove_cvref_t<decltype(kt)>;
+        using Vl = std::remove_cvref_t<decltype(v)>;
+        score_cursor<F> cursor{};
+        const auto tree = with_tile(sc, score_leaf<F, Sc>{{}, &cursor});
+        const auto kept = without_index_masks(tree);
+
+        // K rows and V are broadcast by the micro-kernels; read in place when they are memory of
+        // the compute type, else packed per key tile.
+        constexpr bool k_direct = is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>;
+        constexpr bool v_direct = is_memory_leaf<Vl> && std::is_same_v<typename Vl::value_type, F>;
+        alignas(64) F kpack[k_direct ? 1 : BN * D];
+        alignas(64) F vpack[v_direct ? 1 : BN * DV];
+
+        nd_pos<R> ob{};  // output batch index in ob.idx[0 .. R-3]
+        constexpr std::size_t batches = S::size / (NQ * DV);
+        for (std::size_t batch = 0; batch < batches; ++batch) {
+            // The same batch index at the rank of the score tree (its own broadcasting applies).
+            nd_pos<Rs, Rs - 2> sp{};
+            for (std::size_t k = 0; k + 2 < Rs; ++k) sp.idx[k] = ob.idx[k + R - Rs];
+            box<Rs> tile_box{sp.idx, sp.idx};
+
+            auto query_tile = [&]<class Vb, std::size_t NVq>(std::size_t i0) {
+                constexpr std::size_t WL = simd::lanes<Vb>, QT = NVq * WL;
+                alignas(64) F qt[D * QT];  // Q^T: row d holds the tile's queries
+                alignas(64) F st[BN * QT];  // S^T, then P^T: row j holds the tile's queries
+                alignas(64) F ot[DV * QT];  // O^T accumulators
+                for (std::size_t d = 0; d < D; ++d) {
+                    sp.idx[Rs - 1] = d;
+                    for (std::size_t c = 0; c < NVq; ++c) {
+                        sp.idx[Rs - 2] = i0 + c * WL;
+                        simd::store(qt + d * QT + c * WL, read<Vb>(q, sp));
+                    }
+                }
+                std::fill(ot, ot + DV * QT, F(0));
+                Vb m[NVq], l[NVq];
+                for (std::size_t c = 0; c < NVq; ++c) m[c] = Vb(-std::numeric_limits<F>::infinity()), l[c] = Vb(F(0));
+                tile_box.lo[Rs - 2] = i0;
+                tile_box.hi[Rs - 2] = i0 + QT - 1;
+
+                auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
+                    tile_box.lo[Rs - 1] = j0;
+                    tile_box.hi[Rs - 1] = j0 + KB - 1;
+                    if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
+                    const bool unmasked = has_index_where<std::remove_cvref_t<decltype(tree)>>() &&
+                                          index_conditions_never(tree, tile_box);
+
+                    // K rows j0 .. j0+KB: a[j * lda + d * ka].
+                    const F* kp = kpack;
+                    std::size_t lda = D, ka = 1;
+                    if constexpr (k_direct) {
+                        sp.idx[Rs - 2] = 0;
+                        sp.idx[Rs - 1] = j0;
+                        constexpr auto kst = shapes::broadcast_strides<Rs>(Kt::shape_type::extents, Kt::strides);
+                        kp = kt.data() + leaf_offset<Kt>(nd_pos<Rs>{sp.idx});
+                        lda = kst[Rs - 1], ka = kst[Rs - 2];
+                    } else {
+                        for (std::size_t j = 0; j < KB; ++j)
+                            for (std::size_t d = 0; d < D; ++d) {
+                                sp.idx[Rs - 2] = d;
+                                sp.idx[Rs - 1] = j0 + j;
+                                kpack[j * D + d] = read<F>(kt, nd_pos<Rs>{sp.idx});
+                            }
+                    }
+                    // S^T = K_tile Q^T, MR keys at a time.
+                    auto scores_rows = [&]<std::size_t Rows>(std::size_t jr) {
+                        Vb acc[Rows][NVq];
+                        for (auto& row : acc)
+                            for (auto& x : row) x = Vb(F(0));
+                        micro_kernel<Vb, Rows, NVq>(kp + jr * lda, lda, ka, qt, QT, D, acc);
+                        for (std::size_t r = 0; r < Rows; ++r)
+                            for (std::size_t c = 0; c < NVq; ++c) simd::store(st + (jr + r) * QT + c * WL, acc[r][c]);
+                    };
+                    std::size_t jr = 0;
+                    for (; jr + MR <= KB; jr += MR) scores_rows.template operator()<MR>(jr);
+                    if constexpr (KB % MR != 0) scores_rows.template operator()<KB % MR>(jr);
+
+                    // The score tree on the tile, in place, and the tile's max per query.
+                    cursor = {st, QT, i0, j0};
+                    Vb mt[NVq];
+                    for (auto& x : mt) x = Vb(-std::numeric_limits<F>::infinity());
+                    auto apply_tree = [&](const auto& t) {
+                        for (std::size_t j = 0; j < KB; ++j) {
+                            sp.idx[Rs - 1] = j0 + j;
+                            for (std::size_t c = 0; c < NVq; ++c) {
+                                sp.idx[Rs - 2] = i0 + c * WL;
+                                const Vb s = read<Vb>(t, sp);
+                                simd::store(st + j * QT + c * WL, s);
+                                mt[c] = simd::maximum(mt[c], s);
+                            }
+                        }
+                    };
+                    if (unmasked) apply_tree(kept);
+                    else apply_tree(tree);
+
+                    // Online softmax: new max, rescale factor, probabilities and their sums.
+                    Vb alpha[NVq], shift[NVq], sum[NVq];
+                    for (std::size_t c = 0; c < NVq; ++c) {
+                        const Vb mn = simd::maximum(m[c], mt[c]);
+                        shift[c] = simd::select<Vb>(mn == Vb(-std::numeric_limits<F>::infinity()), Vb(F(0)), mn);
+                        alpha[c] = simd::exp(m[c] - shift[c]);
+                        m[c] = mn;
+                        sum[c] = Vb(F(0));
+                    }
+                    for (std::size_t j = 0; j < KB; ++j)
+                        for (std::size_t c = 0; c < NVq; ++c) {
+                            const Vb p = simd::exp(simd::load<Vb>(st + j * QT + c * WL) - shift[c]);
+                            simd::store(st + j * QT + c * WL, p);
+                            sum[c] = sum[c] + p;
+                        }
+                    for (std::size_t c = 0; c < NVq; ++c) l[c] = simd::fma(l[c], alpha[c], sum[c]);
+
+                    // V rows j0 .. j0+KB as A[dv][j] = a[dv * lda + j * ka].
+                    const F* vp = vpack;
+                    std::size_t vlda = 1, vka = DV;
+                    if constexpr (v_direct) {
+                        ob.idx[R - 2] = j0;
+                        ob.idx[R - 1] = 0;
+                        constexpr auto vst = shapes::broadcast_strides<R>(Vl::shape_type::extents, Vl::strides);
+                        vp = v.data() + leaf_offset<Vl>(ob);
+                        vlda = vst[R - 1], vka = vst[R - 2];
+                    } else {
+                        for (std::size_t j = 0; j < KB; ++j)
+                            for (std::size_t dv = 0; dv < DV; ++dv) {
+                                ob.idx[R - 2] = j0 + j;
+                                ob.idx[R - 1] = dv;
+                                vpack[j * DV + dv] = read<F>(v, ob);
+                            }
+                    }
+                    // O^T = alpha O^T + V_tile^T P^T, MRV value columns at a time.
+                    auto value_rows = [&]<std::size_t Rows>(std::size_t dv0) {
+                        Vb acc[Rows][NVq];
+                        for (std::size_t r = 0; r < Rows; ++r)
+                            for (std::size_t c = 0; c < NVq; ++c)
+                                acc[r][c] = simd::load<Vb>(ot + (dv0 + r) * QT + c * WL) * alpha[c];
+                        micro_kernel<Vb, Rows, NVq>(vp + dv0 * vlda, vlda, vka, st, QT, KB, acc);
+                        for (std::size_t r = 0; r < Rows; ++r)
+                            for (std::size_t c = 0; c < NVq; ++c) simd::store(ot + (dv0 + r) * QT + c * WL, acc[r][c]);
+                    };
+                    std::size_t dv0 = 0;
+                    for (; dv0 + MRV <= DV; dv0 += MRV) value_rows.template operator()<MRV>(dv0);
+                    if constexpr (DV % MRV != 0) value_rows.template operator()<DV % MRV>(dv0);
+                };
+                std::size_t j0 = 0;
+                for (; j0 + BN <= NK; j0 += BN) key_tile.template operator()<BN>(j0);
+                if constexpr (NK % BN != 0) key_tile.template operator()<NK % BN>(j0);
+
+                // Divide once; a query whose every key was masked has l = 0 and gets zeros.
+                alignas(64) F inv[QT];
+                for (std::size_t c = 0; c < NVq; ++c)
+                    simd::store(inv + c * WL, simd::select<Vb>(l[c] == Vb(F(0)), Vb(F(0)), Vb(F(1)) / l[c]));
+                ob.idx[R - 2] = i0;
+                ob.idx[R - 1] = 0;
+                T* o = out + leaf_offset<memory_leaf<T, S, true>>(ob);
+                for (std::size_t c = 0; c < QT; ++c)
+                    for (std::size_t dv = 0; dv < DV; ++dv) o[c * DV + dv] = static_cast<T>(ot[dv * QT + c] * inv[c]);
+            };
+
+            using Bv = typename G::B;
+            constexpr std::size_t QT = G::QT;
+            std::size_t i0 = 0;
+            for (; i0 + QT <= NQ; i0 += QT) query_tile.template operator()<Bv, G::NV>(i0);
+            for (; i0 < NQ; ++i0) query_tile.template operator()<F, 1>(i0);  // the last queries one by one
+
+            for (std::size_t k = R - 2; k-- > 0;) {  // next batch index
+                if (++ob.idx[k] < S::extents[k]) break;
+                ob.idx[k] = 0;
+            }
+        }
+    });
+    });
+    });
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend
