@@ -2,7 +2,7 @@
 # Installs, from Debian 12's packages, whatever attend's build, tests and benchmarks need and the
 # machine lacks. Idempotent: a machine that has everything is left untouched.
 set -euo pipefail
-packages=(cmake ninja-build g++ clang libboost-dev libboost-test-dev libxsimd-dev libbenchmark-dev
+packages=(cmake ninja-build g++ clang-14 clang libboost-dev libboost-test-dev libxsimd-dev libbenchmark-dev
           libeigen3-dev libopenblas-dev libdnnl-dev python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do

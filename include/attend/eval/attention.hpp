@@ -56,8 +56,7 @@ struct attention_parts {
 template <std::size_t Axis, class Sc, class V>
 struct attention_parts<matmul_node<softmax_node<Axis, Sc>, V>> {
     static constexpr bool value = [] {
-        if constexpr (Axis + 1 == Sc::shape_type::rank && count_materialised<Sc>() == 1 && holds_matmul<Sc>() &&
-                      is_elementwise<V>) {
+        if constexpr (Axis + 1 == Sc::shape_type::rank && count_materialised<Sc>() == 1 && holds_matmul<Sc>()) {
             using MM = std::remove_cvref_t<decltype(find_matmul(std::declval<const Sc&>()))>;
             return std::is_same_v<typename MM::shape_type, typename Sc::shape_type>;
         } else {
@@ -65,6 +64,27 @@ struct attention_parts<matmul_node<softmax_node<Axis, Sc>, V>> {
         }
     }();
 };
+
+// Why matmul(softmax(S), V) is not fused (for explain), or "" when it is.
+template <class E>
+constexpr const char* attention_refusal() {
+    if constexpr (!requires { E::K; }) {
+        return "";
+    } else {
+        using A = std::remove_cvref_t<decltype(std::declval<const E&>().a)>;
+        if constexpr (!requires { typename A::softmax_of; }) {
+            return "";
+        } else {
+            using Sc = typename A::softmax_of;
+            if constexpr (A::axis + 1 != Sc::shape_type::rank) return "the softmax is not along the keys (the last axis)";
+            else if constexpr (!(count_materialised<Sc>() == 1 && holds_matmul<Sc>()))
+                return "the scores are not one matmul(Q, K^T) with only elementwise work around it";
+            else if constexpr (!attention_parts<E>::value)
+                return "the score tree broadcasts the matmul(Q, K^T) to a bigger shape";
+            else return "";
+        }
+    }
+}
 
 // The attention plan applies to matmul(softmax(S), V) assigned to its own shape, S an
 // elementwise tree over one matmul(Q, K^T) of S's shape, softmax along the keys.

@@ -11,6 +11,7 @@
 namespace attend {
 
 enum class plan {
+    attention,      // the fused online-softmax nest: no score matrix in memory
     elementwise,    // one SIMD loop over the output
     contraction,    // the register-blocked matmul kernel, prologue in packing, epilogue per tile
     reduction,      // a reduction loop nest straight into the output
@@ -23,7 +24,8 @@ namespace detail {
 
 template <class E, class S>
 constexpr plan plan_for() {
-    if constexpr (contraction_plan<E, S>) return plan::contraction;
+    if constexpr (attention_plan<E, S>) return plan::attention;
+    else if constexpr (contraction_plan<E, S>) return plan::contraction;
     else if constexpr (direct_plan<E, S> && requires { E::arg; } && requires { E::axis; }) {
         if constexpr (std::is_same_v<E, softmax_node<E::axis, std::remove_cvref_t<decltype(E::arg)>>>) return plan::softmax;
         else return plan::reduction;
@@ -138,7 +140,24 @@ std::string explain(const E& e) {
     (void)e;
     std::string s = "shape " + detail::extents_text<S>() + ", compute type " + detail::type_name<F>() + "\n";
     constexpr plan p = detail::plan_for<L, S>();
-    if constexpr (p == plan::contraction) {
+    if constexpr (p == plan::attention) {
+        using Sc = std::remove_cvref_t<decltype(std::declval<const L&>().a.arg)>;
+        using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const Sc&>()))>;
+        using G = detail::attention_tiling<F, Arch, MM::M>;
+        s += "plan: attention (online softmax, no " + std::to_string(MM::M) + " x " + std::to_string(MM::N) +
+             " score matrix in memory), per batch index:\n";
+        s += "  query tiles of " + std::to_string(G::QT) + " (SIMD lanes), key tiles of " + std::to_string(G::BN) +
+             "; S^T = K Q^T by a " + std::to_string(G::MR) + " x " + std::to_string(G::QT) + " register tile, O^T += V^T P^T by " +
+             std::to_string(G::MRV) + " x " + std::to_string(G::QT) + "\n";
+        s += "  Q: " + detail::describe<decltype(MM::a)>() + "\n  K^T: " + detail::describe<decltype(MM::b)>() + "\n  V: " +
+             detail::describe<decltype(L::b)>() + "\n";
+        s += "  score tree per tile: " + detail::describe<Sc>() + "\n";
+        if constexpr (detail::has_index_where<Sc>())
+            s += "  index masks: key tiles they rule out are skipped; tiles they keep entirely run without the mask: " +
+                 detail::describe<decltype(detail::without_index_masks(std::declval<const Sc&>()))>() + "\n";
+        else
+            s += "  no index mask: every key tile is visited\n";
+    } else if constexpr (p == plan::contraction) {
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const L&>()))>;
         using G = detail::tiling<F, Arch, MM::N>;
         s += "plan: contraction, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
@@ -163,6 +182,8 @@ std::string explain(const E& e) {
     } else {
         s += "plan: materialising: non-elementwise subtrees into temporaries, then one SIMD loop: " + detail::describe<L>() + "\n";
     }
+    if constexpr (p != plan::attention && detail::attention_refusal<L>()[0] != '\0')
+        s += std::string("not fused as attention: ") + detail::attention_refusal<L>() + "\n";
     return s;
 }
 

@@ -47,6 +47,7 @@ struct reduce_node : expr_base {
 
 template <std::size_t Axis, class A>
 struct softmax_node : expr_base {
+    using softmax_of = A;
     using value_type = typename A::value_type;
     using shape_type = typename A::shape_type;
     static constexpr std::size_t axis = Axis;

@@ -1,0 +1,261 @@
+// The fused attention plan against a double reference: odd sizes (not multiples of the tile or
+// vector width), NQ != NK, every mask kind, biases, soft-capping, temperature, GQA and MQA,
+// fully and partly masked rows, big logits, views in and out, double precision — and, for each,
+// the assertion that the fused plan was the one taken.
+#include <attend/attend.hpp>
+#include <boost/mpl/list.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "reference.hpp"
+
+using attend::tensor;
+
+namespace {
+constexpr double ninf = -std::numeric_limits<double>::infinity();
+
+// out[b][i][dv] = sum_j softmax_j(mod(b, i, j, q_b,i . k_b,j)) v_b,j,dv, in double. A row whose
+// scores are all -inf gives zeros.
+template <class Q, class K, class V, class Mod>
+std::vector<double> reference(std::size_t B, std::size_t NQ, std::size_t NK, std::size_t D, std::size_t DV, Q q, K k,
+                              V v, Mod mod) {
+    std::vector<double> out(B * NQ * DV, 0.0), s(NK);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t i = 0; i < NQ; ++i) {
+            double m = ninf;
+            for (std::size_t j = 0; j < NK; ++j) {
+                double dot = 0;
+                for (std::size_t d = 0; d < D; ++d) dot += q(b, i, d) * k(b, j, d);
+                s[j] = mod(b, i, j, dot);
+                m = std::max(m, s[j]);
+            }
+            if (m == ninf) continue;
+            double z = 0;
+            for (std::size_t j = 0; j < NK; ++j) z += std::exp(s[j] - m);
+            for (std::size_t j = 0; j < NK; ++j) {
+                const double p = std::exp(s[j] - m) / z;
+                for (std::size_t dv = 0; dv < DV; ++dv) out[(b * NQ + i) * DV + dv] += p * v(b, j, dv);
+            }
+        }
+    return out;
+}
+
+template <class Out>
+void expect_close(const Out& got, const std::vector<double>& want, double tol) {
+    std::size_t bad = 0;
+    for (std::size_t n = 0; n < want.size(); ++n)
+        if (!ref::close(double(got.data()[n]), want[n], tol) && bad++ < 5)
+            BOOST_ERROR("element " << n << ": got " << got.data()[n] << ", want " << want[n]);
+    BOOST_CHECK_EQUAL(bad, 0u);
+}
+
+template <std::size_t NQ_, std::size_t NK_, std::size_t D_, std::size_t DV_>
+struct dims {
+    static constexpr std::size_t NQ = NQ_, NK = NK_, D = D_, DV = DV_;
+};
+// Not multiples of the query tile (32), key tile (48) or vector width (16); NQ != NK.
+using sizes = boost::mpl::list<dims<1, 1, 1, 1>, dims<17, 33, 8, 7>, dims<65, 100, 64, 64>, dims<40, 130, 32, 17>>;
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(attention)
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(score_trees_take_the_fused_plan, Z, sizes) {
+    constexpr std::size_t NQ = Z::NQ, NK = Z::NK, D = Z::D, DV = Z::DV;
+    auto q = std::make_unique<tensor<float, NQ, D>>();
+    auto k = std::make_unique<tensor<float, NK, D>>();
+    auto v = std::make_unique<tensor<float, NK, DV>>();
+    auto bias = std::make_unique<tensor<float, NQ, NK>>();
+    auto mask = std::make_unique<tensor<bool, NQ, NK>>();
+    ref::fill(*q, 1);
+    ref::fill(*k, 2);
+    ref::fill(*v, 3);
+    ref::fill(*bias, 4);
+    for (std::size_t i = 0; i < NQ; ++i)
+        for (std::size_t j = 0; j < NK; ++j) (*mask)(i, j) = (i * 7 + j * 3) % 5 == 0;
+    auto Q = [&](std::size_t, std::size_t i, std::size_t d) { return double((*q)(i, d)); };
+    auto K = [&](std::size_t, std::size_t j, std::size_t d) { return double((*k)(j, d)); };
+    auto V = [&](std::size_t, std::size_t j, std::size_t d) { return double((*v)(j, d)); };
+    const double scale = 1 / std::sqrt(double(D));
+    auto out = std::make_unique<tensor<float, NQ, DV>>();
+    const auto i = attend::iota<0, NQ, NK>();
+    const auto j = attend::iota<1, NQ, NK>();
+    const auto s = attend::matmul(*q, attend::transpose(*k));
+
+    auto plain = attend::scaled_dot_product_attention(*q, *k, *v);
+    static_assert(attend::plan_of<decltype(plain)> == attend::plan::attention);
+    *out = plain;
+    expect_close(*out, reference(1, NQ, NK, D, DV, Q, K, V, [&](auto, auto, auto, double x) { return x * scale; }), 2e-5);
+
+    auto causal = attend::scaled_dot_product_attention(*q, *k, *v, attend::causal_mask<NQ, NK>());
+    static_assert(attend::plan_of<decltype(causal)> == attend::plan::attention);
+    *out = causal;
+    expect_close(*out, reference(1, NQ, NK, D, DV, Q, K, V, [&](auto, auto a, auto b, double x) { return b > a ? ninf : x * scale; }), 2e-5);
+
+    // A stored mask (true = ignore) and a stored additive bias, written by hand.
+    auto stored = attend::matmul(attend::softmax(attend::masked_fill(s * float(scale) + *bias, *mask, -INFINITY)), *v);
+    static_assert(attend::plan_of<decltype(stored)> == attend::plan::attention);
+    *out = stored;
+    expect_close(*out, reference(1, NQ, NK, D, DV, Q, K, V, [&](auto, auto a, auto b, double x) {
+        return (*mask)(a, b) ? ninf : double(float(x * scale)) + (*bias)(a, b);
+    }), 2e-5);
+
+    // ALiBi-style bias, soft-capping and a sliding window aligned to the last key, as one tree.
+    constexpr long off = long(NK) - long(NQ);
+    const float slope = 0.25f, cap = 3.0f;
+    auto custom = attend::matmul(
+        attend::softmax(attend::masked_fill(cap * tanh((s * float(scale) - slope * abs(i + off - j)) / cap),
+                                            j > i + off || j < i + off - 9, -INFINITY)),
+        *v);
+    static_assert(attend::plan_of<decltype(custom)> == attend::plan::attention);
+    *out = custom;
+    expect_close(*out, reference(1, NQ, NK, D, DV, Q, K, V, [&](auto, auto a, auto b, double x) {
+        const long di = long(a) + off - long(b);
+        if (di < 0 || di > 9) return ninf;
+        return cap * std::tanh((x * scale - slope * std::abs(double(di))) / cap);
+    }), 2e-5);
+
+    // Temperature and a key-padding mask that broadcasts over queries.
+    tensor<bool, 1, NK> padding;
+    for (std::size_t b = 0; b < NK; ++b) padding(0, b) = b % 4 == 3;
+    auto temp = attend::matmul(attend::softmax(attend::masked_fill(s / 0.7f, padding, -INFINITY)), *v);
+    static_assert(attend::plan_of<decltype(temp)> == attend::plan::attention);
+    *out = temp;
+    expect_close(*out, reference(1, NQ, NK, D, DV, Q, K, V, [&](auto, auto, auto b, double x) {
+        return b % 4 == 3 ? ninf : x / double(0.7f);
+    }), 2e-5);
+}
+
+BOOST_AUTO_TEST_CASE(grouped_and_multi_query_attention) {
+    // GQA: Q (Hkv, G, NQ, D) with K, V (Hkv, 1, NK, D): each K/V head serves G query heads.
+    constexpr std::size_t Hkv = 2, G = 3, NQ = 19, NK = 50, D = 16;
+    tensor<float, Hkv, G, NQ, D> q;
+    tensor<float, Hkv, 1, NK, D> k, v;
+    ref::fill(q, 11);
+    ref::fill(k, 12);
+    ref::fill(v, 13);
+    auto e = attend::scaled_dot_product_attention(q, k, v, attend::causal_mask<NQ, NK>());
+    static_assert(attend::plan_of<decltype(e)> == attend::plan::attention);
+    tensor<float, Hkv, G, NQ, D> out = e;
+    auto Q = [&](std::size_t b, std::size_t i, std::size_t d) { return double(q(b / G, b % G, i, d)); };
+    auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double(k(b / G, 0, j, d)); };
+    auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double(v(b / G, 0, j, d)); };
+    expect_close(out, reference(Hkv * G, NQ, NK, D, D, Q, K, V, [&](auto, auto a, auto b, double x) {
+        return b > a ? ninf : x / std::sqrt(double(D));
+    }), 2e-5);
+
+    // MQA: one K/V head for all query heads (Hkv = 1), written with 3-d shapes.
+    tensor<float, 4, NQ, D> q3;
+    tensor<float, 1, NK, D> k1, v1;
+    ref::fill(q3, 14);
+    ref::fill(k1, 15);
+    ref::fill(v1, 16);
+    auto m = attend::scaled_dot_product_attention(q3, k1, v1);
+    static_assert(attend::plan_of<decltype(m)> == attend::plan::attention);
+    tensor<float, 4, NQ, D> out3 = m;
+    expect_close(out3, reference(4, NQ, NK, D, D, [&](auto b, auto i, auto d) { return double(q3(b, i, d)); },
+                                 [&](auto, auto j, auto d) { return double(k1(0, j, d)); },
+                                 [&](auto, auto j, auto d) { return double(v1(0, j, d)); },
+                                 [&](auto, auto, auto, double x) { return x / std::sqrt(double(D)); }), 2e-5);
+}
+
+BOOST_AUTO_TEST_CASE(masked_rows_give_zeros_and_never_nan) {
+    constexpr std::size_t NQ = 40, NK = 130, D = 8;
+    tensor<float, NQ, D> q;
+    tensor<float, NK, D> k, v;
+    ref::fill(q, 21);
+    ref::fill(k, 22);
+    ref::fill(v, 23);
+    tensor<bool, NQ, NK> mask;
+    for (std::size_t i = 0; i < NQ; ++i)
+        for (std::size_t j = 0; j < NK; ++j)
+            mask(i, j) = i % 3 == 0 ? true                // every key ignored: zeros
+                         : i % 3 == 1 ? j < 100           // the first two key tiles all masked (PyTorch #127055)
+                                      : (i + j) % 2 == 0;  // partly masked
+    tensor<float, NQ, D> out = attend::scaled_dot_product_attention(q, k, v, mask);
+    for (std::size_t n = 0; n < out.size; ++n) BOOST_TEST(std::isfinite(out.data()[n]));
+    for (std::size_t i = 0; i < NQ; i += 3)
+        for (std::size_t d = 0; d < D; ++d) BOOST_TEST(out(i, d) == 0.0f);
+    auto Q = [&](std::size_t, std::size_t i, std::size_t d) { return double(q(i, d)); };
+    auto K = [&](std::size_t, std::size_t j, std::size_t d) { return double(k(j, d)); };
+    auto V = [&](std::size_t, std::size_t j, std::size_t d) { return double(v(j, d)); };
+    expect_close(out, reference(1, NQ, NK, D, D, Q, K, V, [&](auto, auto a, auto b, double x) {
+        return mask(a, b) ? ninf : x / std::sqrt(double(D));
+    }), 2e-5);
+
+    // A KV cache of static capacity filled up to a run-time length: keys at j >= len are ignored.
+    for (int len : {0, 1, 47, 70, 130}) {
+        auto cache = attend::scaled_dot_product_attention(q, k, v, attend::iota<1, NQ, NK>() >= len);
+        static_assert(attend::plan_of<decltype(cache)> == attend::plan::attention);
+        out = cache;
+        expect_close(out, reference(1, NQ, NK, D, D, Q, K, V, [&](auto, auto, auto b, double x) {
+            return long(b) >= len ? ninf : x / std::sqrt(double(D));
+        }), 2e-5);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(big_logits_views_and_double) {
+    constexpr std::size_t NQ = 33, NK = 70, D = 16;
+    // Logits x100: q and k scaled by 10 each, so scores reach several hundred.
+    std::vector<float> qbuf(NQ * D + 1), kbuf(NK * D + 1), vbuf(NK * D + 1), obuf(NQ * D + 1);
+    tensor<float, NQ, D> q0;
+    tensor<float, NK, D> k0, v0;
+    ref::fill(q0, 31);
+    ref::fill(k0, 32);
+    ref::fill(v0, 33);
+    for (std::size_t n = 0; n < q0.size; ++n) qbuf[n + 1] = 10 * q0.data()[n];
+    for (std::size_t n = 0; n < k0.size; ++n) kbuf[n + 1] = 10 * k0.data()[n], vbuf[n + 1] = v0.data()[n];
+    attend::tensor_ref<const float, NQ, D> q(qbuf.data() + 1);  // misaligned views
+    attend::tensor_ref<const float, NK, D> k(kbuf.data() + 1), v(vbuf.data() + 1);
+    attend::tensor_ref<float, NQ, D> out(obuf.data() + 1);
+    out = attend::scaled_dot_product_attention(q, k, v, attend::causal_mask<NQ, NK>());
+    auto Q = [&](std::size_t, std::size_t i, std::size_t d) { return double(q(i, d)); };
+    auto K = [&](std::size_t, std::size_t j, std::size_t d) { return double(k(j, d)); };
+    auto V = [&](std::size_t, std::size_t j, std::size_t d) { return double(v(j, d)); };
+    // Scores near 400 carry an absolute float rounding of ~3e-5 each: the tolerance follows.
+    expect_close(out, reference(1, NQ, NK, D, D, Q, K, V, [&](auto, auto a, auto b, double x) {
+        return b > a ? ninf : x / 4.0;
+    }), 2e-4);
+    BOOST_TEST(obuf[0] == 0.0f);
+
+    tensor<double, NQ, D> qd;
+    tensor<double, NK, D> kd, vd;
+    ref::fill(qd, 34);
+    ref::fill(kd, 35);
+    ref::fill(vd, 36);
+    tensor<double, NQ, D> od = attend::scaled_dot_product_attention(qd, kd, vd, attend::causal_mask<NQ, NK>());
+    expect_close(od, reference(1, NQ, NK, D, D, [&](auto, auto i, auto d) { return qd(i, d); },
+                               [&](auto, auto j, auto d) { return kd(j, d); }, [&](auto, auto j, auto d) { return vd(j, d); },
+                               [&](auto, auto a, auto b, double x) { return b > a ? ninf : x / 4.0; }), 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(unfusable_trees_fall_back_correctly) {
+    constexpr std::size_t N = 20, D = 8;
+    tensor<float, N, D> q, k, v;
+    ref::fill(q, 41);
+    ref::fill(k, 42);
+    ref::fill(v, 43);
+    // Softmax over the queries instead of the keys: not attention's shape; the materialising
+    // path computes it.
+    auto e = attend::matmul(attend::softmax<0>(attend::matmul(q, attend::transpose(k))), v);
+    static_assert(attend::plan_of<decltype(e)> != attend::plan::attention);
+    tensor<float, N, D> out = e;
+    std::vector<double> want(N * D, 0.0);
+    for (std::size_t j = 0; j < N; ++j) {  // column j of the scores, softmax over i
+        std::vector<double> col(N);
+        double m = ninf, z = 0;
+        for (std::size_t i = 0; i < N; ++i) {
+            for (std::size_t d = 0; d < D; ++d) col[i] += double(q(i, d)) * k(j, d);
+            m = std::max(m, col[i]);
+        }
+        for (double x : col) z += std::exp(x - m);
+        for (std::size_t i = 0; i < N; ++i)
+            for (std::size_t d = 0; d < D; ++d) want[i * D + d] += std::exp(col[i] - m) / z * v(j, d);
+    }
+    expect_close(out, want, 2e-5);
+    BOOST_TEST(attend::explain(e).find("not fused as attention") != std::string::npos, attend::explain(e));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
