@@ -143,7 +143,7 @@ std::string explain(const E& e) {
     if constexpr (p == plan::attention) {
         using Sc = std::remove_cvref_t<decltype(std::declval<const L&>().a.arg)>;
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const Sc&>()))>;
-        using G = detail::attention_tiling<F, Arch, MM::M>;
+        using G = detail::attention_tiling<F, Arch, MM::M, MM::K, std::remove_cvref_t<decltype(std::declval<const L&>().b)>::shape_type::extents[L::shape_type::rank - 1]>;
         s += "plan: attention (online softmax, no " + std::to_string(MM::M) + " x " + std::to_string(MM::N) +
              " score matrix in memory), per batch index:\n";
         s += "  query tiles of " + std::to_string(G::QT) + " (SIMD lanes), key tiles of " + std::to_string(G::BN) +
