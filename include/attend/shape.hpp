@@ -89,6 +89,14 @@ constexpr extents_t<R> broadcast_strides(const extents_t<r>& e) {
     return broadcast_strides<R>(e, strides(e));
 }
 
+// The extents without the last axis (row statistics of a matrix-shaped result).
+template <std::size_t R>
+constexpr extents_t<R - 1> drop_last(const extents_t<R>& e) {
+    extents_t<R - 1> out{};
+    for (std::size_t k = 0; k + 1 < R; ++k) out[k] = e[k];
+    return out;
+}
+
 }  // namespace shapes
 
 // The shape two operands broadcast to. For a pair that does not broadcast it is still a shape

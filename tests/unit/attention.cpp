@@ -259,3 +259,44 @@ BOOST_AUTO_TEST_CASE(unfusable_trees_fall_back_correctly) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(attention_lse)
+
+BOOST_AUTO_TEST_CASE(log_sum_exp_combines_attention_over_split_keys) {
+    constexpr std::size_t NQ = 37, NK = 100, H = 50, D = 16;
+    tensor<float, 2, NQ, D> q;
+    tensor<float, 2, NK, D> k, v;
+    ref::fill(q, 51);
+    ref::fill(k, 52);
+    ref::fill(v, 53);
+    // Attention over each half of the keys, with the log-sum-exp of each query's scores.
+    tensor<float, 2, NQ, D> o1, o2, full;
+    tensor<float, 2, NQ> l1, l2;
+    for (std::size_t part = 0; part < 2; ++part) {
+        tensor<float, 2, H, D> kh, vh;
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t j = 0; j < H; ++j)
+                for (std::size_t d = 0; d < D; ++d) kh(b, j, d) = k(b, part * H + j, d), vh(b, j, d) = v(b, part * H + j, d);
+        attend::eval_with_lse(part ? o2 : o1, part ? l2 : l1, attend::scaled_dot_product_attention(q, kh, vh));
+    }
+    full = attend::scaled_dot_product_attention(q, k, v);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t i = 0; i < NQ; ++i) {
+            double want = 0, m = -INFINITY;  // log-sum-exp of the first half, in double
+            std::vector<double> s(H);
+            for (std::size_t j = 0; j < H; ++j) {
+                for (std::size_t d = 0; d < D; ++d) s[j] += double(q(b, i, d)) * k(b, j, d) / 4.0;
+                m = std::max(m, s[j]);
+            }
+            for (double x : s) want += std::exp(x - m);
+            BOOST_TEST(double(l1(b, i)) == m + std::log(want), boost::test_tools::tolerance(1e-5));
+            // Combining the halves by their log-sum-exp gives attention over all keys.
+            const double l = std::max(l1(b, i), l2(b, i)) + std::log1p(std::exp(-std::abs(double(l1(b, i)) - l2(b, i))));
+            for (std::size_t d = 0; d < D; ++d) {
+                const double combined = std::exp(l1(b, i) - l) * o1(b, i, d) + std::exp(l2(b, i) - l) * o2(b, i, d);
+                BOOST_TEST(ref::close(combined, double(full(b, i, d)), 1e-5), combined << " vs " << full(b, i, d));
+            }
+        }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

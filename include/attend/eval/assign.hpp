@@ -134,6 +134,27 @@ void assign(T* out, E&& expr) {
 }  // namespace detail
 }  // namespace ATTEND_ARCH_NAMESPACE
 
+// eval_with_lse(out, lse, e): evaluates a fused attention expression e of shape (..., NQ, DV) into
+// `out` and the log-sum-exp of each query's scores into `lse` of shape (..., NQ) — what is
+// needed to combine attention computed over separate key ranges. Neither may overlap e's inputs.
+template <class Out, class Lse, class E, class Arch = simd::default_arch>
+    requires expression<E>
+void eval_with_lse(Out&& out, Lse&& lse, E&& e) {
+    using L = operand_t<E>;
+    using S = typename L::shape_type;
+    using O = std::remove_cvref_t<Out>;
+    using G = std::remove_cvref_t<Lse>;
+    static_assert(detail::attention_plan<L, S>,
+                  "attend: eval_with_lse: the expression must take the fused attention plan (see attend::explain)");
+    static_assert(std::is_same_v<typename O::shape_type, S>, "attend: eval_with_lse: `out` must have the expression's shape");
+    static_assert(std::is_same_v<typename G::shape_type, shapes::shape_of<shapes::drop_last(S::extents)>>,
+                  "attend: eval_with_lse: `lse` must have the output's shape without its last axis");
+    static_assert(std::is_same_v<typename O::value_type, typename G::value_type>,
+                  "attend: eval_with_lse: `out` and `lse` must have the same element type");
+    const L node = operand(std::forward<E>(e));
+    detail::evaluate_attention<Arch, S>(out.data(), node, lse.data());
+}
+
 // eval(e): a new tensor of the expression's shape and element type.
 template <class E, class Arch = simd::default_arch>
     requires expression<E>

@@ -108,8 +108,10 @@ struct attention_tiling {
     static constexpr std::size_t MRV = wide ? 8 : 4;                     // value columns per micro-tile
 };
 
-template <class Arch, class S, class T, class E>
-void evaluate_attention(T* out, const E& root) {
+// Writes the attention output to `out` and, when `lse` is given, the log-sum-exp of each query's
+// (modified) scores to lse[batch * NQ + i] (-inf for a query whose every key is masked).
+template <class Arch, class S, class T, class E, class U = T>
+void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
     const auto& sc = root.a.arg;  // the score tree
     using Sc = typename std::remove_cvref_t<decltype(sc)>::shape_type;
     const auto& scores = find_matmul(sc);
@@ -278,6 +280,9 @@ void evaluate_attention(T* out, const E& root) {
                 T* o = out + leaf_offset<memory_leaf<T, S, true>>(ob);
                 for (std::size_t c = 0; c < QT; ++c)
                     for (std::size_t dv = 0; dv < DV; ++dv) o[c * DV + dv] = static_cast<T>(ot[dv * QT + c] * inv[c]);
+                if (lse != nullptr)
+                    for (std::size_t c = 0; c < NVq; ++c)
+                        simd::store(lse + batch * NQ + i0 + c * WL, m[c] + simd::log(l[c]));
             };
 
             using Bv = typename G::B;
