@@ -96,4 +96,10 @@ struct contraction {
     }();
 };
 
+// Multi-head attention: the embedding (last extent) splits evenly into H heads.
+template <class Op, std::size_t H, class S>
+struct heads_divide {
+    static constexpr bool ok = H > 0 && S::rank >= 1 && S::extents[S::rank - 1] % H == 0;
+};
+
 }  // namespace attend::check

@@ -109,7 +109,8 @@ std::string describe() {
     } else if constexpr (requires { typename E::view; }) {
         return "view" + extents_text<S>() + "(" + describe<decltype(E::arg)>() + ")";
     } else if constexpr (requires { E::K; }) {
-        return "matmul(" + describe<decltype(E::a)>() + ", " + describe<decltype(E::b)>() + ")";
+        return std::string(attention_plan<E, S> ? "fused_attention:" : "") + "matmul(" + describe<decltype(E::a)>() + ", " +
+               describe<decltype(E::b)>() + ")";
     } else if constexpr (requires { E::arg; } && requires { E::axis; }) {
         if constexpr (std::is_same_v<E, softmax_node<E::axis, std::remove_cvref_t<decltype(E::arg)>>>)
             return "softmax<" + std::to_string(E::axis) + ">(" + describe<decltype(E::arg)>() + ")";

@@ -87,11 +87,7 @@ decltype(auto) materialise(const E& e, K&& k) {
     using T = typename E::value_type;
     using S = typename E::shape_type;
     temp_buffer<T, S::size> buffer;
-    if constexpr (requires { evaluate_node<Arch>(buffer.data(), e); }) {
-        evaluate_node<Arch>(buffer.data(), e);
-    } else {  // a computed expression (seen through a view): elementwise into the buffer
-        lower<Arch>(e, [&](const auto& flat) { run_elementwise<Arch, S>(buffer.data(), flat); });
-    }
+    run_plan<Arch, S>(buffer.data(), e);  // the subtree gets its own best plan (attention, contraction, ...)
     return k(memory_leaf<T, S, true>{{}, buffer.data()});
 }
 

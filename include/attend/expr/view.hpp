@@ -118,4 +118,39 @@ constexpr auto reshape(A&& a) {
     return detail::view_of<reshaping<D...>>(operand(std::forward<A>(a)));
 }
 
+// The same views with the shape or the axes given as types, for code that computes them:
+// reshape_as<shape<...>>(a), permute_by<std::index_sequence<...>>(a).
+namespace detail {
+template <class S>
+struct reshape_to;
+template <std::size_t... D>
+struct reshape_to<shape<D...>> {
+    template <class A>
+    static constexpr auto apply(A&& a) {
+        return reshape<D...>(std::forward<A>(a));
+    }
+};
+template <class I>
+struct permute_to;
+template <std::size_t... I>
+struct permute_to<std::index_sequence<I...>> {
+    template <class A>
+    static constexpr auto apply(A&& a) {
+        return permute<I...>(std::forward<A>(a));
+    }
+};
+}  // namespace detail
+
+template <class S, class A>
+    requires expression<A>
+constexpr auto reshape_as(A&& a) {
+    return detail::reshape_to<S>::apply(std::forward<A>(a));
+}
+
+template <class Axes, class A>
+    requires expression<A>
+constexpr auto permute_by(A&& a) {
+    return detail::permute_to<Axes>::apply(std::forward<A>(a));
+}
+
 }  // namespace attend
