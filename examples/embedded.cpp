@@ -1,23 +1,32 @@
 // attend: no-exceptions
-// An embedded-style build: compiled with -fno-exceptions -fno-rtti, weights in const memory read
-// through views, all storage static, nothing allocated.
+// An embedded-style static model, built with -fno-exceptions -fno-rtti: weights are constant
+// tables (flash on a microcontroller) read through views, activations live in static storage,
+// and ATTEND_NO_HEAP makes any plan that would need the heap a compile error.
+#define ATTEND_NO_HEAP
 #include <attend/attend.hpp>
-#include <cstdio>
+
+#include "show.hpp"
 
 namespace {
-// "Flash": constant tables the program only reads.
-constexpr float gain_table[8] = {1.0f, 0.5f, 0.25f, 2.0f, 1.5f, 0.75f, 1.25f, 1.0f};
-constexpr float bias_table[8] = {0.1f, -0.2f, 0.3f, -0.4f, 0.5f, -0.6f, 0.7f, -0.8f};
-attend::tensor<float, 4, 8> activations;  // static storage
+constexpr std::size_t T = 4, E = 4;
+constexpr float w_q[E * E] = {0.5f, 0.1f, 0.0f, -0.2f,  0.0f, 0.4f, 0.3f, 0.1f,  -0.1f, 0.2f, 0.6f, 0.0f,  0.3f, 0.0f, 0.1f, 0.5f};
+constexpr float w_k[E * E] = {0.2f, 0.0f, 0.4f, 0.1f,  0.1f, 0.5f, -0.2f, 0.0f,  0.0f, 0.3f, 0.2f, 0.4f,  0.4f, 0.1f, 0.0f, 0.2f};
+constexpr float w_v[E * E] = {1.0f, 0.0f, 0.0f, 0.5f,  0.0f, 1.0f, 0.5f, 0.0f,  0.5f, 0.0f, 1.0f, 0.0f,  0.0f, 0.5f, 0.0f, 1.0f};
+constexpr float input[T * E] = {0.9f, 0.1f, 0.3f, 0.0f,  0.2f, 0.8f, 0.0f, 0.4f,  0.0f, 0.3f, 0.7f, 0.5f,  0.6f, 0.0f, 0.2f, 0.9f};
+
+attend::tensor<float, T, E> q, k, v, out;  // static storage: no stack growth, no heap
 }  // namespace
 
 int main() {
-    const attend::tensor_ref<const float, 8> gain(gain_table);
-    const attend::tensor_ref<const float, 8> bias(bias_table);
-    activations = attend::iota<1, 4, 8>() * 0.25f - attend::iota<0, 4, 8>();
-    activations = attend::maximum(activations * gain + bias, 0.0f);  // a ReLU layer, in place
-    float checksum = 0;
-    for (std::size_t k = 0; k < activations.size; ++k) checksum += activations.data()[k];
-    std::printf("embedded: relu(x * gain + bias) checksum = %.4f\n", double(checksum));
-    return 0;
+    using view = attend::tensor_ref<const float, E, E>;
+    const attend::tensor_ref<const float, T, E> x(input);
+    q = attend::matmul(x, view(w_q));
+    k = attend::matmul(x, view(w_k));
+    v = attend::matmul(x, view(w_v));
+    out = attend::scaled_dot_product_attention(q, k, v, attend::causal_mask<T, T>());
+    show("x", x);
+    show("W_Q", view(w_q));
+    show("W_K", view(w_k));
+    show("W_V", view(w_v));
+    show("output", out);
 }

@@ -176,7 +176,6 @@ inline B fma(const B& a, const B& b, const B& c) noexcept {
         if constexpr (is_batch<B>) return batch_fn(x);         \
         else return scalar_fn(x);                              \
     }
-ATTEND_SIMD_UNARY(log, xsimd::log, std::log)
 ATTEND_SIMD_UNARY(sqrt, xsimd::sqrt, std::sqrt)
 ATTEND_SIMD_UNARY(tanh, xsimd::tanh, std::tanh)
 ATTEND_SIMD_UNARY(abs, xsimd::abs, std::abs)
@@ -229,6 +228,25 @@ inline B exp(const B& x) noexcept {
     if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float>) return exp_float(x);
     else if constexpr (is_batch<B>) return xsimd::exp(x);
     else return std::exp(x);
+}
+
+// log: xsimd 8.1's log does not compile with g++ at -O0 on AVX-512BW (its integer select
+// reaches byte-blend intrinsics that g++ defines as macros without optimisation), so such
+// unoptimised builds take the log lane by lane; every other build uses xsimd's.
+template <class B>
+inline B log(const B& x) noexcept {
+    if constexpr (!is_batch<B>) {
+        return std::log(x);
+    } else {
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__) && defined(__AVX512BW__)
+        alignas(64) value_t<B> v[lanes<B>];
+        x.store_aligned(v);
+        for (auto& e : v) e = std::log(e);
+        return B::load_aligned(v);
+#else
+        return xsimd::log(x);
+#endif
+    }
 }
 
 // Horizontal reductions (xsimd 8.1 has hadd only).

@@ -31,7 +31,7 @@ struct temp_buffer {
 };
 template <class T, std::size_t N>
 struct temp_buffer<T, N, false> {
-    static_assert(config::heap_allowed,
+    static_assert(config::heap_allowed && N > 0,  // dependent: checked only when such a plan is made
                   "attend: this expression needs a temporary larger than ATTEND_STACK_BUDGET and ATTEND_NO_HEAP "
                   "forbids the heap: evaluate the sub-expression into a tensor you own, or raise the budget");
     std::unique_ptr<T[]> storage = std::make_unique_for_overwrite<T[]>(N);
