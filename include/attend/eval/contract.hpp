@@ -27,7 +27,7 @@ namespace detail {
 // Tile geometry for element type F on the target, chosen from the static N: accumulators use
 // MR x NV vector registers (32 on AVX-512, 16 elsewhere), leaving room for B rows and the A
 // broadcast. A narrow output (N at most half a vector) uses half-width vectors, not padding.
-template <class F, class Arch, std::size_t N>
+template <class F, class Arch, std::size_t M, std::size_t N>
 struct tiling {
     static constexpr bool half = sizeof(simd::batch<F, Arch>) == 64 && N * sizeof(F) <= 32;
 #if defined(__AVX2__)
@@ -37,7 +37,17 @@ struct tiling {
 #endif
     static constexpr std::size_t W = simd::lanes<B>;
     static constexpr bool wide = sizeof(simd::batch<F, Arch>) == 64;  // 32 vector registers
-    static constexpr std::size_t NV = N > W ? 2 : 1, NR = NV * W, MR = wide ? 12 : 4;
+    static constexpr std::size_t NV = N > W ? 2 : 1, NR = NV * W;
+    // Rows per register tile: up to 24 / NV accumulators on AVX-512 (8 / NV elsewhere), preferring
+    // a row count that divides M — a short remainder tile has too few accumulators to hide the
+    // FMA latency.
+    static constexpr std::size_t MR = [] {
+        const std::size_t most = (wide ? 24 : 8) / NV;
+        if (M <= most) return M;
+        for (std::size_t r = most; 3 * r >= 2 * most; --r)
+            if (M % r == 0) return r;
+        return most;
+    }();
     static constexpr std::size_t KC = 256;
 };
 
@@ -89,11 +99,13 @@ auto with_tile(const E& e, const Tile& tile) {
 
 // acc[r][v] += sum over k of A[r][k] * B[k][v lanes], with A[r][k] at a[r * lda + k * ka] and
 // B rows `ldb` apart. The accumulators stay in registers (MR x NV of them, all unrolled).
-template <class B, std::size_t MR, std::size_t NV, class F>
+// With KC > 0 the depth is that compile-time constant (small K unrolls completely); else kc.
+template <class B, std::size_t MR, std::size_t NV, std::size_t KC = 0, class F>
 inline void micro_kernel(const F* a, std::size_t lda, std::size_t ka, const F* b, std::size_t ldb, std::size_t kc,
                          B (&acc)[MR][NV]) noexcept {
     constexpr std::size_t W = simd::lanes<B>;
-    for (std::size_t k = 0; k < kc; ++k) {
+    const std::size_t depth = KC > 0 ? KC : kc;
+    for (std::size_t k = 0; k < depth; ++k) {
         B bv[NV];
 #pragma GCC unroll 4
         for (std::size_t v = 0; v < NV; ++v) bv[v] = simd::load<B>(b + k * ldb + v * W);
@@ -135,7 +147,7 @@ void contract(const matmul_node<A, Bop>& mm, T* out, Finish&& finish) {
     using MM = matmul_node<A, Bop>;
     using F = compute_t<MM, floating_or_double<T>>;
     constexpr std::size_t R = S::rank, M = MM::M, K = MM::K, N = MM::N;
-    using G = tiling<F, Arch, N>;
+    using G = tiling<F, Arch, M, N>;
     using B = typename G::B;
     constexpr std::size_t W = G::W, NV = G::NV, NR = G::NR, MR = G::MR;
     constexpr std::size_t KC = std::min(K, G::KC);
@@ -204,18 +216,24 @@ void contract(const matmul_node<A, Bop>& mm, T* out, Finish&& finish) {
                     B acc[MRows][NV];
                     for (auto& row : acc)
                         for (auto& v : row) v = B(F(0));
-                    micro_kernel<B, MRows, NV>(ap, lda, 1, bp, ldb, kc, acc);
+                    micro_kernel<B, MRows, NV, (KC == K ? K : 0)>(ap, lda, 1, bp, ldb, kc, acc);
                     p.idx[R - 2] = i0;
                     p.idx[R - 1] = j0;
                     if constexpr (Plain && KC == K) {
                         if (ncols == NR) {  // whole tile: registers straight to the output
                             T* o = out + leaf_offset<memory_leaf<T, S, true>>(p);
+                            // Unrolled, so the stores stay stores of registers (g++ otherwise turns
+                            // the loop into a spill plus memcpy).
+#pragma GCC unroll 24
                             for (std::size_t r = 0; r < MRows; ++r)
+#pragma GCC unroll 4
                                 for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_unaligned(o + r * N + v * W);
                             return;
                         }
                     }
+#pragma GCC unroll 24
                     for (std::size_t r = 0; r < MRows; ++r)
+#pragma GCC unroll 4
                         for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
                     finish(p, ctile, NR, MRows, ncols, first, last);
                 };

@@ -160,7 +160,7 @@ std::string explain(const E& e) {
             s += "  no index mask: every key tile is visited\n";
     } else if constexpr (p == plan::contraction) {
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const L&>()))>;
-        using G = detail::tiling<F, Arch, MM::N>;
+        using G = detail::tiling<F, Arch, MM::M, MM::N>;
         s += "plan: contraction, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
              " per batch index, register tile " + std::to_string(G::MR) + " x " + std::to_string(G::NR) + ", k block " +
              std::to_string(std::min(MM::K, G::KC)) + "\n";
