@@ -38,6 +38,20 @@ inline void for_each_row(F&& f) {
     }
 }
 
+// Folds lane bundles at 0, W, 2W, ... < N / W * W with `combine`, over four independent
+// accumulators so the loop runs at throughput, not at the latency of one dependency chain.
+// `lanes(j)` yields the bundle at j (and may do other work there, such as a store).
+template <class B, std::size_t N, class Lanes, class Combine>
+inline B fold_row(const B& init, Lanes&& lanes, Combine&& combine) {
+    constexpr std::size_t W = simd::lanes<B>, NV = N / W * W;
+    B acc[4] = {init, init, init, init};
+    std::size_t j = 0;
+    for (; j + 4 * W <= NV; j += 4 * W)
+        for (std::size_t u = 0; u < 4; ++u) acc[u] = combine(acc[u], lanes(j + u * W));
+    for (; j < NV; j += W) acc[0] = combine(acc[0], lanes(j));
+    return combine(combine(acc[0], acc[1]), combine(acc[2], acc[3]));
+}
+
 template <class Op>
 struct reducer;
 
@@ -112,11 +126,13 @@ void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
                     }
                     out[base] = static_cast<T>(best.index);
                 } else {
-                    B acc = reducer<Op>::template identity<B>();
-                    for (std::size_t j = 0; j < NV; j += W) {
-                        p.idx[R - 1] = j;
-                        acc = reducer<Op>::combine(acc, read<B>(arg, p));
-                    }
+                    const B acc = fold_row<B, n>(
+                        reducer<Op>::template identity<B>(),
+                        [&](std::size_t j) {
+                            p.idx[R - 1] = j;
+                            return read<B>(arg, p);
+                        },
+                        [](const B& a, const B& b) { return reducer<Op>::combine(a, b); });
                     F s = reducer<Op>::horizontal(acc);
                     for (std::size_t j = NV; j < n; ++j) {
                         p.idx[R - 1] = j;
@@ -178,24 +194,28 @@ void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
             constexpr std::size_t NV = n / W * W;
             for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) {
                 T* row = out + base * n;
-                B mv = simd::splat<B>(ninf);
-                for (std::size_t j = 0; j < NV; j += W) {
-                    p.idx[R - 1] = j;
-                    mv = simd::maximum(mv, read<B>(arg, p));
-                }
+                const B mv = fold_row<B, n>(
+                    simd::splat<B>(ninf),
+                    [&](std::size_t j) {
+                        p.idx[R - 1] = j;
+                        return read<B>(arg, p);
+                    },
+                    [](const B& a, const B& b) { return simd::maximum(a, b); });
                 F m = simd::reduce_max(mv);
                 for (std::size_t j = NV; j < n; ++j) {
                     p.idx[R - 1] = j;
                     m = simd::maximum(m, read<F>(arg, p));
                 }
                 const F shift = shift_of(m);
-                B sv = simd::splat<B>(0);
-                for (std::size_t j = 0; j < NV; j += W) {
-                    p.idx[R - 1] = j;
-                    const B e = simd::exp(read<B>(arg, p) - B(shift));
-                    simd::store(row + j, e);
-                    sv = sv + e;
-                }
+                const B sv = fold_row<B, n>(
+                    simd::splat<B>(0),
+                    [&](std::size_t j) {
+                        p.idx[R - 1] = j;
+                        const B e = simd::exp(read<B>(arg, p) - B(shift));
+                        simd::store(row + j, e);
+                        return e;
+                    },
+                    [](const B& a, const B& b) { return a + b; });
                 F s = simd::reduce_add(sv);
                 for (std::size_t j = NV; j < n; ++j) {
                     p.idx[R - 1] = j;
