@@ -18,6 +18,7 @@
 #include "eval/elementwise.hpp"
 #include "eval/explain.hpp"
 #include "eval/lower.hpp"
+#include "eval/parallel.hpp"
 #include "eval/read.hpp"
 #include "eval/reduce.hpp"
 #include "expr/attention.hpp"

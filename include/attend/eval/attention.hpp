@@ -21,6 +21,7 @@
 #include "bounds.hpp"
 #include "contract.hpp"
 #include "lower.hpp"
+#include "parallel.hpp"
 
 namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
@@ -127,42 +128,49 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
     lower<Arch>(root.b, [&](const auto& v) {
         using Kt = std::remove_cvref_t<decltype(kt)>;
         using Vl = std::remove_cvref_t<decltype(v)>;
-        score_cursor<F> cursor{};
-        const auto tree = with_tile(sc, score_leaf<F, Sc>{{}, &cursor});
-        const auto kept = without_index_masks(tree);
-
         // K rows and V are broadcast by the micro-kernels; read in place when they are memory of
         // the compute type, else packed per key tile.
         constexpr bool k_direct = is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>;
         constexpr bool v_direct = is_memory_leaf<Vl> && std::is_same_v<typename Vl::value_type, F>;
-        alignas(64) F kpack[k_direct ? 1 : BN * D];
-        alignas(64) F vpack[v_direct ? 1 : BN * DV];
-
-        nd_pos<R> ob{};  // output batch index in ob.idx[0 .. R-3]
+        using Bv = typename G::B;
+        constexpr std::size_t QT = G::QT, tiles = NQ / QT, items = tiles + NQ % QT;  // per batch index
         constexpr std::size_t batches = S::size / (NQ * DV);
-        for (std::size_t batch = 0; batch < batches; ++batch) {
+
+        // Work items: (batch index, query tile), the last queries one by one. Each item owns its
+        // stack tiles and writes its own output rows, so items run in any order, on any thread,
+        // with bit-identical results.
+        constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 20);  // ~2 MFLOP
+        parallel_for(batches * items, worth, [&](std::size_t item) {
+            const std::size_t batch = item / items, t = item % items;
+            nd_pos<R> ob{};  // output batch index in ob.idx[0 .. R-3]
+            for (std::size_t k = R - 2, rest = batch; k-- > 0; rest /= S::extents[k]) ob.idx[k] = rest % S::extents[k];
+            score_cursor<F> cursor{};
+            const auto tree = with_tile(sc, score_leaf<F, Sc>{{}, &cursor});
+            const auto kept = without_index_masks(tree);
+            alignas(64) F kpack[k_direct ? 1 : BN * D];
+            alignas(64) F vpack[v_direct ? 1 : BN * DV];
             // The same batch index at the rank of the score tree (its own broadcasting applies).
             nd_pos<Rs, Rs - 2> sp{};
             for (std::size_t k = 0; k + 2 < Rs; ++k) sp.idx[k] = ob.idx[k + R - Rs];
             box<Rs> tile_box{sp.idx, sp.idx};
 
             auto query_tile = [&]<class Vb, std::size_t NVq>(std::size_t i0) {
-                constexpr std::size_t WL = simd::lanes<Vb>, QT = NVq * WL;
-                alignas(64) F qt[D * QT];  // Q^T: row d holds the tile's queries
-                alignas(64) F st[BN * QT];  // S^T, then P^T: row j holds the tile's queries
-                alignas(64) F ot[DV * QT];  // O^T accumulators
+                constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
+                alignas(64) F qt[D * QL];  // Q^T: row d holds the tile's queries
+                alignas(64) F st[BN * QL];  // S^T, then P^T: row j holds the tile's queries
+                alignas(64) F ot[DV * QL];  // O^T accumulators
                 for (std::size_t d = 0; d < D; ++d) {
                     sp.idx[Rs - 1] = d;
                     for (std::size_t c = 0; c < NVq; ++c) {
                         sp.idx[Rs - 2] = i0 + c * WL;
-                        simd::store(qt + d * QT + c * WL, read<Vb>(q, sp));
+                        simd::store(qt + d * QL + c * WL, read<Vb>(q, sp));
                     }
                 }
-                std::fill(ot, ot + DV * QT, F(0));
+                std::fill(ot, ot + DV * QL, F(0));
                 Vb m[NVq], l[NVq];
                 for (std::size_t c = 0; c < NVq; ++c) m[c] = Vb(-std::numeric_limits<F>::infinity()), l[c] = Vb(F(0));
                 tile_box.lo[Rs - 2] = i0;
-                tile_box.hi[Rs - 2] = i0 + QT - 1;
+                tile_box.hi[Rs - 2] = i0 + QL - 1;
 
                 auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
                     tile_box.lo[Rs - 1] = j0;
@@ -193,16 +201,16 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                         Vb acc[Rows][NVq];
                         for (auto& row : acc)
                             for (auto& x : row) x = Vb(F(0));
-                        micro_kernel<Vb, Rows, NVq>(kp + jr * lda, lda, ka, qt, QT, D, acc);
+                        micro_kernel<Vb, Rows, NVq>(kp + jr * lda, lda, ka, qt, QL, D, acc);
                         for (std::size_t r = 0; r < Rows; ++r)
-                            for (std::size_t c = 0; c < NVq; ++c) simd::store(st + (jr + r) * QT + c * WL, acc[r][c]);
+                            for (std::size_t c = 0; c < NVq; ++c) simd::store(st + (jr + r) * QL + c * WL, acc[r][c]);
                     };
                     std::size_t jr = 0;
                     for (; jr + MR <= KB; jr += MR) scores_rows.template operator()<MR>(jr);
                     if constexpr (KB % MR != 0) scores_rows.template operator()<KB % MR>(jr);
 
                     // The score tree on the tile, in place, and the tile's max per query.
-                    cursor = {st, QT, i0, j0};
+                    cursor = {st, QL, i0, j0};
                     Vb mt[NVq];
                     for (auto& x : mt) x = Vb(-std::numeric_limits<F>::infinity());
                     auto apply_tree = [&](const auto& t) {
@@ -211,7 +219,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                             for (std::size_t c = 0; c < NVq; ++c) {
                                 sp.idx[Rs - 2] = i0 + c * WL;
                                 const Vb s = read<Vb>(t, sp);
-                                simd::store(st + j * QT + c * WL, s);
+                                simd::store(st + j * QL + c * WL, s);
                                 mt[c] = simd::maximum(mt[c], s);
                             }
                         }
@@ -230,8 +238,8 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     }
                     for (std::size_t j = 0; j < KB; ++j)
                         for (std::size_t c = 0; c < NVq; ++c) {
-                            const Vb p = simd::exp(simd::load<Vb>(st + j * QT + c * WL) - shift[c]);
-                            simd::store(st + j * QT + c * WL, p);
+                            const Vb p = simd::exp(simd::load<Vb>(st + j * QL + c * WL) - shift[c]);
+                            simd::store(st + j * QL + c * WL, p);
                             sum[c] = sum[c] + p;
                         }
                     for (std::size_t c = 0; c < NVq; ++c) l[c] = simd::fma(l[c], alpha[c], sum[c]);
@@ -258,10 +266,10 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                         Vb acc[Rows][NVq];
                         for (std::size_t r = 0; r < Rows; ++r)
                             for (std::size_t c = 0; c < NVq; ++c)
-                                acc[r][c] = simd::load<Vb>(ot + (dv0 + r) * QT + c * WL) * alpha[c];
-                        micro_kernel<Vb, Rows, NVq>(vp + dv0 * vlda, vlda, vka, st, QT, KB, acc);
+                                acc[r][c] = simd::load<Vb>(ot + (dv0 + r) * QL + c * WL) * alpha[c];
+                        micro_kernel<Vb, Rows, NVq>(vp + dv0 * vlda, vlda, vka, st, QL, KB, acc);
                         for (std::size_t r = 0; r < Rows; ++r)
-                            for (std::size_t c = 0; c < NVq; ++c) simd::store(ot + (dv0 + r) * QT + c * WL, acc[r][c]);
+                            for (std::size_t c = 0; c < NVq; ++c) simd::store(ot + (dv0 + r) * QL + c * WL, acc[r][c]);
                     };
                     std::size_t dv0 = 0;
                     for (; dv0 + MRV <= DV; dv0 += MRV) value_rows.template operator()<MRV>(dv0);
@@ -272,30 +280,22 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                 if constexpr (NK % BN != 0) key_tile.template operator()<NK % BN>(j0);
 
                 // Divide once; a query whose every key was masked has l = 0 and gets zeros.
-                alignas(64) F inv[QT];
+                alignas(64) F inv[QL];
                 for (std::size_t c = 0; c < NVq; ++c)
                     simd::store(inv + c * WL, simd::select<Vb>(l[c] == Vb(F(0)), Vb(F(0)), Vb(F(1)) / l[c]));
                 ob.idx[R - 2] = i0;
                 ob.idx[R - 1] = 0;
                 T* o = out + leaf_offset<memory_leaf<T, S, true>>(ob);
-                for (std::size_t c = 0; c < QT; ++c)
-                    for (std::size_t dv = 0; dv < DV; ++dv) o[c * DV + dv] = static_cast<T>(ot[dv * QT + c] * inv[c]);
+                for (std::size_t c = 0; c < QL; ++c)
+                    for (std::size_t dv = 0; dv < DV; ++dv) o[c * DV + dv] = static_cast<T>(ot[dv * QL + c] * inv[c]);
                 if (lse != nullptr)
                     for (std::size_t c = 0; c < NVq; ++c)
                         simd::store(lse + batch * NQ + i0 + c * WL, m[c] + simd::log(l[c]));
             };
 
-            using Bv = typename G::B;
-            constexpr std::size_t QT = G::QT;
-            std::size_t i0 = 0;
-            for (; i0 + QT <= NQ; i0 += QT) query_tile.template operator()<Bv, G::NV>(i0);
-            for (; i0 < NQ; ++i0) query_tile.template operator()<F, 1>(i0);  // the last queries one by one
-
-            for (std::size_t k = R - 2; k-- > 0;) {  // next batch index
-                if (++ob.idx[k] < S::extents[k]) break;
-                ob.idx[k] = 0;
-            }
-        }
+            if (t < tiles) query_tile.template operator()<Bv, G::NV>(t * QT);
+            else query_tile.template operator()<F, 1>(tiles * QT + (t - tiles));
+        });
     });
     });
     });
