@@ -140,8 +140,10 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
         // stack tiles and writes its own output rows, so items run in any order, on any thread,
         // with bit-identical results.
         constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 20);  // ~2 MFLOP
+        // Items go last query tile first across all batch indices: under a causal mask those have
+        // the most keys, so the dynamic schedule starts the longest work first.
         parallel_for(batches * items, worth, [&](std::size_t item) {
-            const std::size_t batch = item / items, t = item % items;
+            const std::size_t batch = item % batches, t = items - 1 - item / batches;
             nd_pos<R> ob{};  // output batch index in ob.idx[0 .. R-3]
             for (std::size_t k = R - 2, rest = batch; k-- > 0; rest /= S::extents[k]) ob.idx[k] = rest % S::extents[k];
             score_cursor<F> cursor{};
