@@ -2,8 +2,8 @@
 """Ratios from a Google Benchmark JSON file (run with --benchmark_repetitions=N).
 
 Benchmarks are named <case>_<implementation><template args>, e.g. expr_attend<64, 1024>. For each
-case and size it prints every implementation's median time, its ratio to attend (> 1: attend is
-faster) and, where a benchmark reports a FLOPS counter, its share of the fma_peak measured in the
+case and size it prints every implementation's median time, its ratio to attend (the `attend` or `fused`
+implementation; > 1: attend is faster) and, where a benchmark reports a FLOPS counter, its share of the fma_peak measured in the
 same run.
 
     bench/report.py results.json [--markdown]
@@ -38,8 +38,8 @@ def main() -> None:
     header = ["case", "size", "implementation", "median", "attend speed-up", "share of peak"]
     rows = []
     for (case, args), impls in sorted(groups.items()):
-        ref = impls.get("attend")
-        for impl, b in sorted(impls.items(), key=lambda kv: kv[0] != "attend"):
+        ref = impls.get("attend") or impls.get("fused")
+        for impl, b in sorted(impls.items(), key=lambda kv: kv[0] not in ("attend", "fused")):
             t = b["real_time"]
             unit = b["time_unit"]
             ratio = f"{t / ref['real_time']:.2f}x" if ref else "-"

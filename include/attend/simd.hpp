@@ -225,9 +225,16 @@ inline xsimd::batch<float, A> exp_float(const xsimd::batch<float, A>& x) noexcep
 
 template <class B>
 inline B exp(const B& x) noexcept {
-    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float>) return exp_float(x);
-    else if constexpr (is_batch<B>) return xsimd::exp(x);
-    else return std::exp(x);
+    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float>) {
+        return exp_float(x);
+    } else if constexpr (is_batch<B>) {
+        // xsimd 8.1's double exp converts its argument to an integer before range checks (UB for
+        // -inf, which softmax feeds it): clamp to where exp is 0 or inf anyway, keep NaN.
+        const B clamped = xsimd::min(xsimd::max(x, B(-746.0)), B(710.0));
+        return xsimd::select(x != x, x, xsimd::exp(clamped));
+    } else {
+        return std::exp(x);
+    }
 }
 
 // log: xsimd 8.1's log does not compile with g++ at -O0 on AVX-512BW (its integer select
