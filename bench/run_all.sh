@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds and runs every benchmark (single thread unless stated), then writes the tables and the
+# plot: bash bench/run_all.sh [repetitions]. Results in build/bench/results/, plot in docs/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reps=${1:-5}
+cmake --workflow --preset bench >/dev/null
+out=build/bench/results
+mkdir -p "$out"
+for b in elementwise matmul softmax attention layers parallel; do
+    echo "== $b" >&2
+    "build/bench/bench/$b" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+        --benchmark_out="$out/$b.json" --benchmark_out_format=json >/dev/null
+    echo "### $b"
+    python3 bench/report.py "$out/$b.json" --markdown
+    echo
+done
+python3 bench/plot.py docs/performance.png "$out/matmul.json" "$out/attention.json" "$out/layers.json"
