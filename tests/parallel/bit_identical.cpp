@@ -1,5 +1,5 @@
 // Parallel evaluation (OpenMP, ATTEND_PARALLEL) gives bit-identical results to one thread:
-// fused attention (plain, causal, GQA) and contractions with an epilogue, at sizes above the
+// fused attention (plain, causal, GQA), contractions with an epilogue and elementwise trees, at sizes above the
 // parallel threshold. A plain main.
 #include <attend/attend.hpp>
 #include <cstdio>
@@ -55,5 +55,11 @@ int main() {
     fill(*w, 8);
     fill(bias, 9);
     ok &= identical<tensor<float, 4, 128, 200>>("matmul with epilogue", [&] { return exp(attend::matmul(*x, *w) * 0.5f) + bias; });
+    auto y = std::make_unique<tensor<float, 4, 128, 200>>();
+    fill(*y, 10);
+    ok &= identical<tensor<float, 4, 128, 200>>("elementwise, dense", [&] { return exp(*y * 0.5f) - *y; });
+    ok &= identical<tensor<float, 4, 128, 200>>("elementwise, broadcast and index", [&] {
+        return attend::masked_fill(*y + bias, attend::iota<2, 4, 128, 200>() > attend::iota<1, 4, 128, 200>(), 0.0f);
+    });
     return ok ? 0 : 1;
 }
