@@ -1,6 +1,6 @@
 // Parallel evaluation (OpenMP, ATTEND_PARALLEL) gives bit-identical results to one thread:
-// fused attention (plain, causal, GQA), contractions with an epilogue and elementwise trees, at sizes above the
-// parallel threshold. A plain main.
+// fused attention (plain, causal, GQA), contractions with an epilogue and elementwise trees,
+// at sizes above the parallel threshold. A plain main.
 #include <attend/attend.hpp>
 #include <cstdio>
 #include <cstring>
