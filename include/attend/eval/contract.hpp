@@ -18,7 +18,6 @@
 
 #include "../expr/matmul.hpp"
 #include "lower.hpp"
-#include "parallel.hpp"
 #include "read.hpp"
 
 namespace attend {
@@ -143,9 +142,8 @@ inline constexpr bool in_place = [] {
 // Runs the contraction; for each finished tile calls
 // finish(p, tile, ld, rows, ncols, first, last) with p at the tile's first output position.
 // With Plain (a bare matmul into `out` of the compute type), whole tiles skip the stack tile.
-// One work item of the contraction: a batch index and a column block of NR columns.
 template <class Arch, class S, class T, bool Plain, class A, class Bop, class Finish>
-void contract_block(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::size_t item) {
+void contract(const matmul_node<A, Bop>& mm, T* out, Finish&& finish) {
     using MM = matmul_node<A, Bop>;
     using F = compute_t<MM, floating_or_double<T>>;
     constexpr std::size_t R = S::rank, M = MM::M, K = MM::K, N = MM::N;
@@ -153,111 +151,102 @@ void contract_block(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::
     using B = typename G::B;
     constexpr std::size_t W = G::W, NV = G::NV, NR = G::NR, MR = G::MR;
     constexpr std::size_t KC = std::min(K, G::KC);
+    constexpr std::size_t batches = S::size / (M * N);
     constexpr bool direct_a = in_place<A, F, 0>, direct_b = in_place<Bop, F, 0>;
     constexpr std::size_t LDA = (KC + W - 1) / W * W;  // packed A rows: whole vectors, aligned
 
     constexpr bool b_in_place = direct_b && N % NR == 0;  // every column block read in place
-    constexpr std::size_t blocks = (N + NR - 1) / NR;
-
     alignas(64) F bpanel[b_in_place ? 1 : KC * NR];
     alignas(64) F ablock[direct_a ? 1 : MR * LDA];
     alignas(64) F ctile[MR * NR];
+
     nd_pos<R> p{};  // batch axes in idx[0 .. R-3]
-    for (std::size_t k = R - 2, rest = item / blocks; k-- > 0; rest /= S::extents[k]) p.idx[k] = rest % S::extents[k];
-    {
-        const std::size_t j0 = item % blocks * NR;
-        const std::size_t ncols = std::min(NR, N - j0);
-        for (std::size_t k0 = 0; k0 < K; k0 += KC) {
-            const std::size_t kc = std::min(KC, K - k0);
-            const F* bp = bpanel;
-            std::size_t ldb = NR;
-            if constexpr (b_in_place) {
-                p.idx[R - 2] = k0;
-                p.idx[R - 1] = j0;
-                bp = mm.b.data() + leaf_offset<Bop>(p);
-                ldb = shapes::broadcast_strides<R>(Bop::shape_type::extents, Bop::strides)[R - 2];
-            } else {
-                // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
-                for (std::size_t k = 0; k < kc; ++k) {
-                    p.idx[R - 2] = k0 + k;
-                    F* dst = bpanel + k * NR;
-                    std::size_t c = 0;
-                    for (; c + W <= ncols; c += W) {
-                        p.idx[R - 1] = j0 + c;
-                        read<B>(mm.b, p).store_aligned(dst + c);
+    for (std::size_t batch = 0; batch < batches; ++batch) {
+        for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+            const std::size_t ncols = std::min(NR, N - j0);
+            for (std::size_t k0 = 0; k0 < K; k0 += KC) {
+                const std::size_t kc = std::min(KC, K - k0);
+                const F* bp = bpanel;
+                std::size_t ldb = NR;
+                if constexpr (b_in_place) {
+                    p.idx[R - 2] = k0;
+                    p.idx[R - 1] = j0;
+                    bp = mm.b.data() + leaf_offset<Bop>(p);
+                    ldb = shapes::broadcast_strides<R>(Bop::shape_type::extents, Bop::strides)[R - 2];
+                } else {
+                    // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
+                    for (std::size_t k = 0; k < kc; ++k) {
+                        p.idx[R - 2] = k0 + k;
+                        F* dst = bpanel + k * NR;
+                        std::size_t c = 0;
+                        for (; c + W <= ncols; c += W) {
+                            p.idx[R - 1] = j0 + c;
+                            read<B>(mm.b, p).store_aligned(dst + c);
+                        }
+                        for (; c < ncols; ++c) {
+                            p.idx[R - 1] = j0 + c;
+                            dst[c] = read<F>(mm.b, p);
+                        }
+                        for (; c < NR; ++c) dst[c] = F(0);
                     }
-                    for (; c < ncols; ++c) {
-                        p.idx[R - 1] = j0 + c;
-                        dst[c] = read<F>(mm.b, p);
-                    }
-                    for (; c < NR; ++c) dst[c] = F(0);
                 }
-            }
-            const bool first = k0 == 0, last = k0 + kc == K;
-            auto rows = [&]<std::size_t MRows>(std::size_t i0) {
-                const F* ap = ablock;
-                std::size_t lda = LDA;
-                if constexpr (direct_a) {
+                const bool first = k0 == 0, last = k0 + kc == K;
+                auto rows = [&]<std::size_t MRows>(std::size_t i0) {
+                    const F* ap = ablock;
+                    std::size_t lda = LDA;
+                    if constexpr (direct_a) {
+                        p.idx[R - 2] = i0;
+                        p.idx[R - 1] = k0;
+                        ap = mm.a.data() + leaf_offset<A>(p);
+                        lda = shapes::broadcast_strides<R>(A::shape_type::extents, A::strides)[R - 2];
+                    } else {  // pack A[i0 .. i0+MRows, k0 .. k0+kc) along k
+                        for (std::size_t r = 0; r < MRows; ++r) {
+                            p.idx[R - 2] = i0 + r;
+                            std::size_t k = 0;
+                            for (; k + W <= kc; k += W) {
+                                p.idx[R - 1] = k0 + k;
+                                read<B>(mm.a, p).store_aligned(ablock + r * LDA + k);
+                            }
+                            for (; k < kc; ++k) {
+                                p.idx[R - 1] = k0 + k;
+                                ablock[r * LDA + k] = read<F>(mm.a, p);
+                            }
+                        }
+                    }
+                    B acc[MRows][NV];
+                    for (auto& row : acc)
+                        for (auto& v : row) v = B(F(0));
+                    micro_kernel<B, MRows, NV, (KC == K ? K : 0)>(ap, lda, 1, bp, ldb, kc, acc);
                     p.idx[R - 2] = i0;
-                    p.idx[R - 1] = k0;
-                    ap = mm.a.data() + leaf_offset<A>(p);
-                    lda = shapes::broadcast_strides<R>(A::shape_type::extents, A::strides)[R - 2];
-                } else {  // pack A[i0 .. i0+MRows, k0 .. k0+kc) along k
-                    for (std::size_t r = 0; r < MRows; ++r) {
-                        p.idx[R - 2] = i0 + r;
-                        std::size_t k = 0;
-                        for (; k + W <= kc; k += W) {
-                            p.idx[R - 1] = k0 + k;
-                            read<B>(mm.a, p).store_aligned(ablock + r * LDA + k);
-                        }
-                        for (; k < kc; ++k) {
-                            p.idx[R - 1] = k0 + k;
-                            ablock[r * LDA + k] = read<F>(mm.a, p);
+                    p.idx[R - 1] = j0;
+                    if constexpr (Plain && KC == K) {
+                        if (ncols == NR) {  // whole tile: registers straight to the output
+                            T* o = out + leaf_offset<memory_leaf<T, S, true>>(p);
+                            // Unrolled, so the stores stay stores of registers (g++ otherwise turns
+                            // the loop into a spill plus memcpy).
+#pragma GCC unroll 24
+                            for (std::size_t r = 0; r < MRows; ++r)
+#pragma GCC unroll 4
+                                for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_unaligned(o + r * N + v * W);
+                            return;
                         }
                     }
-                }
-                B acc[MRows][NV];
-                for (auto& row : acc)
-                    for (auto& v : row) v = B(F(0));
-                micro_kernel<B, MRows, NV, (KC == K ? K : 0)>(ap, lda, 1, bp, ldb, kc, acc);
-                p.idx[R - 2] = i0;
-                p.idx[R - 1] = j0;
-                if constexpr (Plain && KC == K) {
-                    if (ncols == NR) {  // whole tile: registers straight to the output
-                        T* o = out + leaf_offset<memory_leaf<T, S, true>>(p);
-                        // Unrolled, so the stores stay stores of registers (g++ otherwise turns
-                        // the loop into a spill plus memcpy).
 #pragma GCC unroll 24
-                        for (std::size_t r = 0; r < MRows; ++r)
+                    for (std::size_t r = 0; r < MRows; ++r)
 #pragma GCC unroll 4
-                            for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_unaligned(o + r * N + v * W);
-                        return;
-                    }
-                }
-#pragma GCC unroll 24
-                for (std::size_t r = 0; r < MRows; ++r)
-#pragma GCC unroll 4
-                    for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
-                finish(p, ctile, NR, MRows, ncols, first, last);
-            };
-            std::size_t i0 = 0;
-            for (; i0 + MR <= M; i0 += MR) rows.template operator()<MR>(i0);
-            if constexpr (M % MR != 0) rows.template operator()<M % MR>(i0);
+                        for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
+                    finish(p, ctile, NR, MRows, ncols, first, last);
+                };
+                std::size_t i0 = 0;
+                for (; i0 + MR <= M; i0 += MR) rows.template operator()<MR>(i0);
+                if constexpr (M % MR != 0) rows.template operator()<M % MR>(i0);
+            }
+        }
+        for (std::size_t k = R - 2; k-- > 0;) {  // next batch index
+            if (++p.idx[k] < S::extents[k]) break;
+            p.idx[k] = 0;
         }
     }
-}
-
-template <class Arch, class S, class T, bool Plain, class A, class Bop, class Finish>
-void contract(const matmul_node<A, Bop>& mm, T* out, Finish&& finish) {
-    using MM = matmul_node<A, Bop>;
-    using F = compute_t<MM, floating_or_double<T>>;
-    constexpr std::size_t M = MM::M, K = MM::K, N = MM::N, NR = tiling<F, Arch, M, N>::NR;
-    constexpr std::size_t batches = S::size / (M * N), blocks = (N + NR - 1) / NR;
-    // Work items: (batch index, column block). Each owns its stack tiles and writes its own
-    // output columns (whole cache lines when N is a multiple of 16 floats), so items run on any
-    // thread in any order with bit-identical results.
-    constexpr bool worth = batches * M * N * K >= (std::size_t{1} << 20);  // ~2 MFLOP
-    parallel_for(batches * blocks, worth, [&](std::size_t item) { contract_block<Arch, S, T, Plain>(mm, out, finish, item); });
 }
 
 // Writes tile rows [r][0 .. ncols) to `out` at position p (row stride N), adding the partial
@@ -350,12 +339,12 @@ void evaluate_contraction(T* out, const E& tree) {
             using MM = matmul_node<std::remove_cvref_t<decltype(a)>, std::remove_cvref_t<decltype(b)>>;
             using F = compute_t<MM, floating_or_double<T>>;
             const MM mm{{}, a, b};
+            tile_cursor<F> cursor{};
+            const auto epi = with_tile(tree, tile_leaf<F, S>{{}, &cursor});
             constexpr bool plain = requires { E::K; } && std::is_same_v<T, F>;
             contract<Arch, S, T, plain>(mm, out, [&](const auto& p, F* tile, std::size_t ld, std::size_t rows,
                                                     std::size_t ncols, bool first, bool last) {
-                // The epilogue tree for this tile (a few pointers; per tile, so items stay independent).
-                const tile_cursor<F> cursor{tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
-                const auto epi = with_tile(tree, tile_leaf<F, S>{{}, &cursor});
+                cursor = {tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
                 if constexpr (plain) finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, static_cast<const void*>(nullptr));
                 else finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, &epi);
             });
