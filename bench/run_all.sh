@@ -15,4 +15,5 @@ for b in elementwise matmul softmax attention layers parallel; do
     python3 bench/report.py "$out/$b.json" --markdown
     echo
 done
-python3 bench/plot.py docs/performance.png "$out/matmul.json" "$out/attention.json" "$out/layers.json"
+# Debian's python3, which has python3-matplotlib (a python3 earlier on PATH may not).
+/usr/bin/python3 bench/plot.py docs/performance.png "$out/matmul.json" "$out/attention.json" "$out/layers.json"
