@@ -140,10 +140,11 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
         // stack tiles and writes its own output rows, so items run in any order, on any thread,
         // with bit-identical results.
         constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 20);  // ~2 MFLOP
-        // Items go last query tile first across all batch indices: under a causal mask those have
-        // the most keys, so the dynamic schedule starts the longest work first.
+        // Items go batch index by batch index (consecutive items share K and V in cache), last
+        // query tile first within each: under a causal mask those have the most keys, so the
+        // dynamic schedule ends on short items.
         parallel_for(batches * items, worth, [&](std::size_t item) {
-            const std::size_t batch = item % batches, t = items - 1 - item / batches;
+            const std::size_t batch = item / items, t = items - 1 - item % items;
             nd_pos<R> ob{};  // output batch index in ob.idx[0 .. R-3]
             for (std::size_t k = R - 2, rest = batch; k-- > 0; rest /= S::extents[k]) ob.idx[k] = rest % S::extents[k];
             score_cursor<F> cursor{};
