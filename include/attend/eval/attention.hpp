@@ -27,29 +27,6 @@ namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
 
-// The score tile S^T of the current (query tile, key tile): element (i, j) at
-// data[(j - j0) * ld + (i - i0)], so lanes along queries are contiguous.
-template <class F>
-struct score_cursor {
-    const F* data;
-    std::size_t ld, i0, j0;
-};
-
-template <class F, class S>
-struct score_leaf : expr_base {
-    using value_type = F;
-    using shape_type = S;
-    static constexpr bool weak = false;
-    static constexpr int precision = types::precision_of<F, false>;
-    const score_cursor<F>* at;
-};
-
-template <class B, class F, class S, std::size_t R, std::size_t L>
-inline B read(const score_leaf<F, S>& t, const nd_pos<R, L>& p) noexcept {
-    const score_cursor<F>& c = *t.at;
-    return simd::load<B>(c.data + (p.idx[R - 1] - c.j0) * c.ld + (p.idx[R - 2] - c.i0));
-}
-
 template <class E>
 struct attention_parts {
     static constexpr bool value = false;
@@ -147,8 +124,8 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
             const std::size_t batch = item / items, t = items - 1 - item % items;
             nd_pos<R> ob{};  // output batch index in ob.idx[0 .. R-3]
             for (std::size_t k = R - 2, rest = batch; k-- > 0; rest /= S::extents[k]) ob.idx[k] = rest % S::extents[k];
-            score_cursor<F> cursor{};
-            const auto tree = with_tile(sc, score_leaf<F, Sc>{{}, &cursor});
+            tile_cursor<F> cursor{};
+            const auto tree = with_tile(sc, tile_leaf<F, Sc, true>{{}, &cursor});
             const auto kept = without_index_masks(tree);
             alignas(64) F kpack[k_direct ? 1 : BN * D];
             alignas(64) F vpack[v_direct ? 1 : BN * DV];

@@ -51,29 +51,6 @@ struct tiling {
     static constexpr std::size_t KC = 256;
 };
 
-// Where the current finished tile is: rows of `ld` values starting at output position (i0, j0)
-// of the current batch index. The epilogue reads the matmul's values through it.
-template <class F>
-struct tile_cursor {
-    const F* data;
-    std::size_t ld, i0, j0;
-};
-
-template <class F, class S>
-struct tile_leaf : expr_base {
-    using value_type = F;
-    using shape_type = S;
-    static constexpr bool weak = false;
-    static constexpr int precision = types::precision_of<F, false>;
-    const tile_cursor<F>* at;
-};
-
-template <class B, class F, class S, std::size_t R>
-inline B read(const tile_leaf<F, S>& t, const nd_pos<R>& p) noexcept {
-    const tile_cursor<F>& c = *t.at;
-    return simd::load<B>(c.data + (p.idx[R - 2] - c.i0) * c.ld + (p.idx[R - 1] - c.j0));
-}
-
 // The epilogue tree: the expression around the matmul, with the matmul replaced by the tile and
 // owned tensors read in place.
 template <class Tile, class E>
@@ -340,7 +317,7 @@ void evaluate_contraction(T* out, const E& tree) {
             using F = compute_t<MM, floating_or_double<T>>;
             const MM mm{{}, a, b};
             tile_cursor<F> cursor{};
-            const auto epi = with_tile(tree, tile_leaf<F, S>{{}, &cursor});
+            const auto epi = with_tile(tree, tile_leaf<F, S, false>{{}, &cursor});
             constexpr bool plain = requires { E::K; } && std::is_same_v<T, F>;
             contract<Arch, S, T, plain>(mm, out, [&](const auto& p, F* tile, std::size_t ld, std::size_t rows,
                                                     std::size_t ncols, bool first, bool last) {

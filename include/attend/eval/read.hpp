@@ -113,6 +113,32 @@ inline B read(const iota_leaf<Axis, S>&, const nd_pos<R, L>& p) noexcept {
     else return simd::splat<B>(p.idx[ax]);
 }
 
+// A finished tile in a stack buffer, read in place of the node that produced it by the tree
+// around it (a contraction's epilogue, attention's score tree): element (i, j) of the last two
+// axes at data[(i - i0) * ld + (j - j0)], or with Transposed (keys-major, queries in lanes)
+// at data[(j - j0) * ld + (i - i0)].
+template <class F>
+struct tile_cursor {
+    const F* data;
+    std::size_t ld, i0, j0;
+};
+
+template <class F, class S, bool Transposed>
+struct tile_leaf : expr_base {
+    using value_type = F;
+    using shape_type = S;
+    static constexpr bool weak = false;
+    static constexpr int precision = types::precision_of<F, false>;
+    const tile_cursor<F>* at;
+};
+
+template <class B, class F, class S, bool Transposed, std::size_t R, std::size_t L>
+inline B read(const tile_leaf<F, S, Transposed>& t, const nd_pos<R, L>& p) noexcept {
+    const tile_cursor<F>& c = *t.at;
+    const std::size_t i = p.idx[R - 2] - c.i0, j = p.idx[R - 1] - c.j0;
+    return simd::load<B>(c.data + (Transposed ? j * c.ld + i : i * c.ld + j));
+}
+
 // ---- elementwise operations ----------------------------------------------------------------
 
 template <class X, class Y> inline auto apply(op::add, const X& a, const Y& b) noexcept { return a + b; }
