@@ -34,6 +34,7 @@
 #include <unordered_map>
 #endif
 
+#include "baselines.hpp"
 #include "peak.hpp"
 
 #ifdef ATTEND_HAVE_OPENBLAS
@@ -54,11 +55,7 @@ extern "C" int omp_get_max_threads() __attribute__((weak));
 
 namespace {
 
-// Deterministic values in [-1, 1] (k-th element of a stream named by `seed`).
-inline float fill_value(std::size_t k, std::uint32_t seed) {
-    const std::uint32_t h = static_cast<std::uint32_t>(k) * 2654435761u + seed * 40503u + 17u;
-    return static_cast<float>(h % 2001u) / 1000.0f - 1.0f;
-}
+using bench::fill_value;
 
 template <std::size_t M, std::size_t K, std::size_t N>
 struct operands {
@@ -293,14 +290,5 @@ int main(int argc, char** argv) {
     verify_size<128, 64, 128>();
     verify_size<256, 256, 256>();
     verify_size<512, 64, 512>();
-    if (failed) {
-        std::fprintf(stderr, "matmul: correctness check failed, not running benchmarks\n");
-        return 1;
-    }
-
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return bench::run_benchmarks(argc, argv, !failed, "matmul");
 }

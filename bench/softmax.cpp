@@ -18,6 +18,7 @@
 #include <Eigen/Core>
 #endif
 
+#include "baselines.hpp"
 #include "peak.hpp"
 
 namespace {
@@ -197,14 +198,5 @@ int main(int argc, char** argv) {
     verify<eigenrowwise_impl<64, 1024>, 64, 1024>("eigenrowwise");
 #endif
     verify<loop_impl<64, 1024>, 64, 1024>("loop");
-    if (failed) {
-        std::fprintf(stderr, "softmax: correctness check failed, not running benchmarks\n");
-        return 1;
-    }
-
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return bench::run_benchmarks(argc, argv, !failed, "softmax");
 }
