@@ -147,21 +147,30 @@ inline B select(const mask_t<B>& c, const B& a, const B& b) noexcept {
     else return c ? a : b;
 }
 
+// xsimd 8.1 compares batches for != with _CMP_NEQ_OQ (AVX, AVX-512), which is false when an
+// operand is NaN; IEEE (and scalar C++) say true. So: isnan by an unordered compare, and != as
+// the negation of ==.
 template <class B>
 inline auto is_nan(const B& x) noexcept {
-    return x != x;
+    if constexpr (is_batch<B>) return xsimd::isnan(x);
+    else return x != x;
+}
+template <class X, class Y>
+inline auto not_equal(const X& a, const Y& b) noexcept {
+    if constexpr (is_batch<X> || is_batch<Y>) return !(a == b);
+    else return a != b;
 }
 
 // IEEE 754-2019 maximum/minimum (and NumPy's): a NaN in either operand gives NaN.
 template <class B>
 inline B maximum(const B& a, const B& b) noexcept {
     if constexpr (is_batch<B>) return xsimd::select(is_nan(a) || is_nan(b), a + b, xsimd::max(a, b));
-    else return (a != a || b != b) ? a + b : (a < b ? b : a);
+    else return (is_nan(a) || is_nan(b)) ? a + b : (a < b ? b : a);
 }
 template <class B>
 inline B minimum(const B& a, const B& b) noexcept {
     if constexpr (is_batch<B>) return xsimd::select(is_nan(a) || is_nan(b), a + b, xsimd::min(a, b));
-    else return (a != a || b != b) ? a + b : (b < a ? b : a);
+    else return (is_nan(a) || is_nan(b)) ? a + b : (b < a ? b : a);
 }
 
 template <class B>
@@ -219,7 +228,7 @@ inline xsimd::batch<float, A> exp_float(const xsimd::batch<float, A>& x) noexcep
         const I ni = xsimd::bitwise_cast<I>(k) - xsimd::bitwise_cast<I>(magic);
         const I n1 = ni >> 1, n2 = ni - n1;
         const F s1 = xsimd::bitwise_cast<F>((n1 + I(127)) << 23), s2 = xsimd::bitwise_cast<F>((n2 + I(127)) << 23);
-        return xsimd::select(x > hi, F(std::numeric_limits<float>::infinity()), xsimd::select(x != x, x, p * s1 * s2));
+        return xsimd::select(x > hi, F(std::numeric_limits<float>::infinity()), xsimd::select(is_nan(x), x, p * s1 * s2));
     }
 }
 
@@ -231,7 +240,7 @@ inline B exp(const B& x) noexcept {
         // xsimd 8.1's double exp converts its argument to an integer before range checks (UB for
         // -inf, which softmax feeds it): clamp to where exp is 0 or inf anyway, keep NaN.
         const B clamped = xsimd::min(xsimd::max(x, B(-746.0)), B(710.0));
-        return xsimd::select(x != x, x, xsimd::exp(clamped));
+        return xsimd::select(is_nan(x), x, xsimd::exp(clamped));
     } else {
         return std::exp(x);
     }
@@ -273,6 +282,53 @@ inline value_t<B> reduce_max(const B& x) noexcept {
     } else {
         return x;
     }
+}
+
+// dst[c * LDD + r] = src[r * LDS + c] for r < Rows, c < Cols. Float goes through 8 x 8 blocks in
+// ymm registers where AVX is on (also on AVX-512 targets): the attention nest transposes each
+// query tile in and out, and element-wise that costs as much as the tile's work at 16 x 16.
+template <std::size_t Rows, std::size_t Cols, std::size_t LDS, std::size_t LDD, class F>
+inline void transpose(const F* src, F* dst) noexcept {
+#if defined(__AVX__)
+    constexpr bool blocks = std::is_same_v<F, float>;
+#else
+    constexpr bool blocks = false;
+#endif
+    // Rows and columns covered by whole 8 x 8 blocks; the rest element by element. (All bounds
+    // are compile-time: g++ -O3 reports false -Waggressive-loop-optimizations on tail loops whose
+    // emptiness it cannot see.)
+    constexpr std::size_t RB = blocks ? Rows / 8 * 8 : 0, CB = blocks ? Cols / 8 * 8 : 0;
+#if defined(__AVX__)
+    if constexpr (RB > 0 && CB > 0) {
+        for (std::size_t r0 = 0; r0 < RB; r0 += 8)
+            for (std::size_t c0 = 0; c0 < CB; c0 += 8) {
+                const float* s = src + r0 * LDS + c0;
+                __m256 r[8], t[8];
+                for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(s + k * LDS);
+                for (int k = 0; k < 8; k += 2) {
+                    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+                    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+                }
+                for (int k = 0; k < 8; k += 4) {
+                    r[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+                    r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+                    r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+                    r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+                }
+                float* d = dst + c0 * LDD + r0;
+                for (int k = 0; k < 4; ++k) {
+                    _mm256_storeu_ps(d + k * LDD, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
+                    _mm256_storeu_ps(d + (k + 4) * LDD, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
+                }
+            }
+    }
+#endif
+    if constexpr (CB < Cols)
+        for (std::size_t r = 0; r < RB; ++r)
+            for (std::size_t c = CB; c < Cols; ++c) dst[c * LDD + r] = src[r * LDS + c];
+    if constexpr (RB < Rows)
+        for (std::size_t r = RB; r < Rows; ++r)
+            for (std::size_t c = 0; c < Cols; ++c) dst[c * LDD + r] = src[r * LDS + c];
 }
 
 }  // namespace simd

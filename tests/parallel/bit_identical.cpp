@@ -1,6 +1,7 @@
 // Parallel evaluation (OpenMP, ATTEND_PARALLEL) gives bit-identical results to one thread:
-// fused attention (plain, causal, GQA) and elementwise trees (dense, broadcast, index-generated),
-// at sizes above the parallel threshold. A plain main.
+// fused attention (plain, causal, GQA), contractions (batched with an epilogue, several k blocks
+// and a column tail; a packed B panel) and elementwise trees (dense, broadcast,
+// index-generated), at sizes above the parallel threshold. A plain main.
 #include <attend/attend.hpp>
 #include <cstdio>
 #include <cstring>
@@ -48,6 +49,18 @@ int main() {
     ok &= identical<tensor<float, 2, 3, 200, 32>>("grouped-query attention", [&] {
         return attend::scaled_dot_product_attention(*gq, *gk, *gv, attend::iota<1, 200, 300>() > attend::iota<0, 200, 300>() + 100);
     });
+    auto a = std::make_unique<tensor<float, 2, 300, 320>>();
+    auto w = std::make_unique<tensor<float, 320, 136>>();
+    tensor<float, 136> wb;
+    fill(*a, 11);
+    fill(*w, 12);
+    fill(wb, 13);
+    ok &= identical<tensor<float, 2, 300, 136>>("contraction with epilogue", [&] { return attend::matmul(*a, *w) * 0.5f + wb; });
+    auto x = std::make_unique<tensor<float, 512, 64>>();
+    auto y2 = std::make_unique<tensor<float, 64, 512>>();
+    fill(*x, 14);
+    fill(*y2, 15);
+    ok &= identical<tensor<float, 512, 512>>("contraction, packed panels", [&] { return attend::matmul(*x, *y2); });
     tensor<float, 200> bias;
     fill(bias, 9);
     auto y = std::make_unique<tensor<float, 4, 128, 200>>();

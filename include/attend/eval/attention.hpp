@@ -81,9 +81,9 @@ struct attention_tiling {
     static constexpr std::size_t W = simd::lanes<B>;
     static constexpr bool wide = sizeof(B) == 64;  // 32 vector registers
     static constexpr std::size_t NV = NQ >= 2 * W ? 2 : 1, QT = NV * W;  // queries per tile
-    static constexpr std::size_t MR = wide ? 12 : 4;                     // keys per micro-tile
-    static constexpr std::size_t BN = wide ? 48 : 16;                    // keys per tile
-    static constexpr std::size_t MRV = wide ? 8 : 4;                     // value columns per micro-tile
+    static constexpr std::size_t MR = wide ? 12 : 6;                     // keys per micro-tile
+    static constexpr std::size_t BN = 48;                                // keys per tile
+    static constexpr std::size_t MRV = wide ? 8 : 6;                     // value columns per micro-tile
 };
 
 // Writes the attention output to `out` and, when `lse` is given, the log-sum-exp of each query's
@@ -103,12 +103,14 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
     lower<Arch>(scores.a, [&](const auto& q) {
     lower<Arch>(scores.b, [&](const auto& kt) {
     lower<Arch>(root.b, [&](const auto& v) {
+        using Ql = std::remove_cvref_t<decltype(q)>;
         using Kt = std::remove_cvref_t<decltype(kt)>;
         using Vl = std::remove_cvref_t<decltype(v)>;
         // K rows and V are broadcast by the micro-kernels; read in place when they are memory of
         // the compute type, else packed per key tile.
         constexpr bool k_direct = is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>;
         constexpr bool v_direct = is_memory_leaf<Vl> && std::is_same_v<typename Vl::value_type, F>;
+        constexpr bool q_rows = in_place<Ql, F, 0>;  // Q^T packed by block transposes
         using Bv = typename G::B;
         constexpr std::size_t QT = G::QT, tiles = NQ / QT, items = tiles + NQ % QT;  // per batch index
         constexpr std::size_t batches = S::size / (NQ * DV);
@@ -122,8 +124,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
         // dynamic schedule ends on short items.
         parallel_for(batches * items, worth, [&](std::size_t item) {
             const std::size_t batch = item / items, t = items - 1 - item % items;
-            nd_pos<R> ob{};  // output batch index in ob.idx[0 .. R-3]
-            for (std::size_t k = R - 2, rest = batch; k-- > 0; rest /= S::extents[k]) ob.idx[k] = rest % S::extents[k];
+            nd_pos<R> ob = batch_position<S>(batch);  // output batch index in ob.idx[0 .. R-3]
             tile_cursor<F> cursor{};
             const auto tree = with_tile(sc, tile_leaf<F, Sc, true>{{}, &cursor});
             const auto kept = without_index_masks(tree);
@@ -139,14 +140,21 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                 alignas(64) F qt[D * QL];  // Q^T: row d holds the tile's queries
                 alignas(64) F st[BN * QL];  // S^T, then P^T: row j holds the tile's queries
                 alignas(64) F ot[DV * QL];  // O^T accumulators
-                for (std::size_t d = 0; d < D; ++d) {
-                    sp.idx[Rs - 1] = d;
-                    for (std::size_t c = 0; c < NVq; ++c) {
-                        sp.idx[Rs - 2] = i0 + c * WL;
-                        simd::store(qt + d * QL + c * WL, read<Vb>(q, sp));
+                if constexpr (q_rows) {  // Q's rows are contiguous: transpose them in blocks
+                    sp.idx[Rs - 2] = i0;
+                    sp.idx[Rs - 1] = 0;
+                    constexpr std::size_t ldq = shapes::broadcast_strides<Rs>(Ql::shape_type::extents, Ql::strides)[Rs - 2];
+                    simd::transpose<QL, D, ldq, QL>(q.data() + leaf_offset<Ql>(nd_pos<Rs>{sp.idx}), qt);
+                } else {
+                    for (std::size_t d = 0; d < D; ++d) {
+                        sp.idx[Rs - 1] = d;
+                        for (std::size_t c = 0; c < NVq; ++c) {
+                            sp.idx[Rs - 2] = i0 + c * WL;
+                            simd::store(qt + d * QL + c * WL, read<Vb>(q, sp));
+                        }
                     }
                 }
-                std::fill(ot, ot + DV * QL, F(0));
+                bool fresh = true;  // O^T not yet written: the first visited key tile starts it from zero
                 Vb m[NVq], l[NVq];
                 for (std::size_t c = 0; c < NVq; ++c) m[c] = Vb(-std::numeric_limits<F>::infinity()), l[c] = Vb(F(0));
                 tile_box.lo[Rs - 2] = i0;
@@ -181,7 +189,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                         Vb acc[Rows][NVq];
                         for (auto& row : acc)
                             for (auto& x : row) x = Vb(F(0));
-                        micro_kernel<Vb, Rows, NVq>(kp + jr * lda, lda, ka, qt, QL, D, acc);
+                        micro_kernel<Vb, Rows, NVq, D>(kp + jr * lda, lda, ka, qt, QL, D, acc);
                         for (std::size_t r = 0; r < Rows; ++r)
                             for (std::size_t c = 0; c < NVq; ++c) simd::store(st + (jr + r) * QL + c * WL, acc[r][c]);
                     };
@@ -246,28 +254,36 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                         Vb acc[Rows][NVq];
                         for (std::size_t r = 0; r < Rows; ++r)
                             for (std::size_t c = 0; c < NVq; ++c)
-                                acc[r][c] = simd::load<Vb>(ot + (dv0 + r) * QL + c * WL) * alpha[c];
-                        micro_kernel<Vb, Rows, NVq>(vp + dv0 * vlda, vlda, vka, st, QL, KB, acc);
+                                acc[r][c] = fresh ? Vb(F(0)) : simd::load<Vb>(ot + (dv0 + r) * QL + c * WL) * alpha[c];
+                        micro_kernel<Vb, Rows, NVq, KB>(vp + dv0 * vlda, vlda, vka, st, QL, KB, acc);
                         for (std::size_t r = 0; r < Rows; ++r)
                             for (std::size_t c = 0; c < NVq; ++c) simd::store(ot + (dv0 + r) * QL + c * WL, acc[r][c]);
                     };
                     std::size_t dv0 = 0;
                     for (; dv0 + MRV <= DV; dv0 += MRV) value_rows.template operator()<MRV>(dv0);
                     if constexpr (DV % MRV != 0) value_rows.template operator()<DV % MRV>(dv0);
+                    fresh = false;
                 };
                 std::size_t j0 = 0;
                 for (; j0 + BN <= NK; j0 += BN) key_tile.template operator()<BN>(j0);
                 if constexpr (NK % BN != 0) key_tile.template operator()<NK % BN>(j0);
 
+                if (fresh) std::fill(ot, ot + DV * QL, F(0));  // every key tile was masked out
                 // Divide once; a query whose every key was masked has l = 0 and gets zeros.
-                alignas(64) F inv[QL];
-                for (std::size_t c = 0; c < NVq; ++c)
-                    simd::store(inv + c * WL, simd::select<Vb>(l[c] == Vb(F(0)), Vb(F(0)), Vb(F(1)) / l[c]));
+                Vb inv[NVq];
+                for (std::size_t c = 0; c < NVq; ++c) inv[c] = simd::select<Vb>(l[c] == Vb(F(0)), Vb(F(0)), Vb(F(1)) / l[c]);
+                for (std::size_t dv = 0; dv < DV; ++dv)
+                    for (std::size_t c = 0; c < NVq; ++c)
+                        simd::store(ot + dv * QL + c * WL, simd::load<Vb>(ot + dv * QL + c * WL) * inv[c]);
                 ob.idx[R - 2] = i0;
                 ob.idx[R - 1] = 0;
                 T* o = out + leaf_offset<memory_leaf<T, S, true>>(ob);
-                for (std::size_t c = 0; c < QL; ++c)
-                    for (std::size_t dv = 0; dv < DV; ++dv) o[c * DV + dv] = static_cast<T>(ot[dv * QL + c] * inv[c]);
+                if constexpr (std::is_same_v<T, F>) {
+                    simd::transpose<DV, QL, QL, DV>(ot, o);
+                } else {
+                    for (std::size_t c = 0; c < QL; ++c)
+                        for (std::size_t dv = 0; dv < DV; ++dv) o[c * DV + dv] = static_cast<T>(ot[dv * QL + c]);
+                }
                 if (lse != nullptr)
                     for (std::size_t c = 0; c < NVq; ++c)
                         simd::store(lse + batch * NQ + i0 + c * WL, m[c] + simd::log(l[c]));

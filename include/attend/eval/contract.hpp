@@ -18,6 +18,7 @@
 
 #include "../expr/matmul.hpp"
 #include "lower.hpp"
+#include "parallel.hpp"
 #include "read.hpp"
 
 namespace attend {
@@ -38,12 +39,14 @@ struct tiling {
     static constexpr std::size_t W = simd::lanes<B>;
     static constexpr bool wide = sizeof(simd::batch<F, Arch>) == 64;  // 32 vector registers
     static constexpr std::size_t NV = N > W ? 2 : 1, NR = NV * W;
-    // Rows per register tile: up to 24 / NV accumulators on AVX-512 (8 / NV elsewhere), preferring
-    // a row count that divides M — a short remainder tile has too few accumulators to hide the
-    // FMA latency.
+    // Rows per register tile: up to 24 / NV accumulators on AVX-512 (12 / NV elsewhere: 6 x 2 ymm
+    // on AVX2 keeps 12 FMAs in flight, 64x64x64 at 93 % of peak on Zen 3 where 4 x 2 gave 64 %).
+    // On AVX-512 a row count that divides M is preferred — a short remainder tile has too few
+    // accumulators to hide the FMA latency; with 16 registers the full tile matters more.
     static constexpr std::size_t MR = [] {
-        const std::size_t most = (wide ? 24 : 8) / NV;
+        const std::size_t most = (wide ? 24 : 12) / NV;
         if (M <= most) return M;
+        if (!wide) return most;
         for (std::size_t r = most; 3 * r >= 2 * most; --r)
             if (M % r == 0) return r;
         return most;
@@ -116,114 +119,147 @@ inline constexpr bool in_place = [] {
     }
 }();
 
+// Whether every column block of B is read in place: memory of the compute type, whole blocks,
+// and rows not a multiple of 2 KiB apart — at such strides a panel's rows fall into a few L1
+// sets and evict each other (packing: 512x64x512 358 vs 387 µs on Zen 3), while at other
+// strides reading in place beats packing (64x64x64: 5.6 vs 5.9 µs).
+template <class Bop, class F, std::size_t N, std::size_t NR>
+inline constexpr bool b_read_in_place = in_place<Bop, F, 0> && N % NR == 0 && (N * sizeof(F)) % 2048 != 0;
+
 // Runs the contraction; for each finished tile calls
 // finish(p, tile, ld, rows, ncols, first, last) with p at the tile's first output position.
 // With Plain (a bare matmul into `out` of the compute type), whole tiles skip the stack tile.
+//
+// Work items: (batch index, column block of NR columns, panel of up to MC rows). Each item owns
+// its stack tiles and writes only its own output block; row panels are whole multiples of MR, so
+// every output element is computed by the same register tile and k-block order however the
+// items are scheduled — results are bit-identical on any number of threads.
+template <class F, class Arch, std::size_t M, std::size_t K, std::size_t N>
+struct contraction_items {
+    using G = tiling<F, Arch, M, N>;
+    static constexpr std::size_t MC = G::MR * std::max<std::size_t>(1, 128 / G::MR);  // rows per item
+    static constexpr std::size_t blocks = (N + G::NR - 1) / G::NR, panels = (M + MC - 1) / MC;
+};
+
+// g++ 12 -O3 cannot bound the column loops of a work item and of finish_tile once inlined (it
+// does not carry ncols <= NR through the item index) and reports false
+// -Waggressive-loop-optimizations errors; silenced for these two functions only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
+#endif
+
+// One work item: output rows [m0, m1) of column block j0 of matrix `batch`.
 template <class Arch, class S, class T, bool Plain, class A, class Bop, class Finish>
-void contract(const matmul_node<A, Bop>& mm, T* out, Finish&& finish) {
+void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::size_t item) {
     using MM = matmul_node<A, Bop>;
     using F = compute_t<MM, floating_or_double<T>>;
     constexpr std::size_t R = S::rank, M = MM::M, K = MM::K, N = MM::N;
     using G = tiling<F, Arch, M, N>;
+    using I = contraction_items<F, Arch, M, K, N>;
     using B = typename G::B;
     constexpr std::size_t W = G::W, NV = G::NV, NR = G::NR, MR = G::MR;
-    constexpr std::size_t KC = std::min(K, G::KC);
-    constexpr std::size_t batches = S::size / (M * N);
-    constexpr bool direct_a = in_place<A, F, 0>, direct_b = in_place<Bop, F, 0>;
+    constexpr std::size_t KC = std::min(K, G::KC), MC = I::MC, blocks = I::blocks, panels = I::panels;
+    constexpr bool direct_a = in_place<A, F, 0>, b_in_place = b_read_in_place<Bop, F, N, NR>;
     constexpr std::size_t LDA = (KC + W - 1) / W * W;  // packed A rows: whole vectors, aligned
 
-    constexpr bool b_in_place = direct_b && N % NR == 0;  // every column block read in place
     alignas(64) F bpanel[b_in_place ? 1 : KC * NR];
     alignas(64) F ablock[direct_a ? 1 : MR * LDA];
     alignas(64) F ctile[MR * NR];
-
-    nd_pos<R> p{};  // batch axes in idx[0 .. R-3]
-    for (std::size_t batch = 0; batch < batches; ++batch) {
-        for (std::size_t j0 = 0; j0 < N; j0 += NR) {
-            const std::size_t ncols = std::min(NR, N - j0);
-            for (std::size_t k0 = 0; k0 < K; k0 += KC) {
-                const std::size_t kc = std::min(KC, K - k0);
-                const F* bp = bpanel;
-                std::size_t ldb = NR;
-                if constexpr (b_in_place) {
-                    p.idx[R - 2] = k0;
-                    p.idx[R - 1] = j0;
-                    bp = mm.b.data() + leaf_offset<Bop>(p);
-                    ldb = shapes::broadcast_strides<R>(Bop::shape_type::extents, Bop::strides)[R - 2];
-                } else {
-                    // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
-                    for (std::size_t k = 0; k < kc; ++k) {
-                        p.idx[R - 2] = k0 + k;
-                        F* dst = bpanel + k * NR;
-                        std::size_t c = 0;
-                        for (; c + W <= ncols; c += W) {
-                            p.idx[R - 1] = j0 + c;
-                            read<B>(mm.b, p).store_aligned(dst + c);
-                        }
-                        for (; c < ncols; ++c) {
-                            p.idx[R - 1] = j0 + c;
-                            dst[c] = read<F>(mm.b, p);
-                        }
-                        for (; c < NR; ++c) dst[c] = F(0);
+    const std::size_t batch = item / (blocks * panels);
+    const std::size_t j0 = item / panels % blocks * NR, ncols = std::min(NR, N - j0);
+    const std::size_t m0 = item % panels * MC, m1 = std::min(M, m0 + MC);
+    nd_pos<R> p = batch_position<S>(batch);
+    for (std::size_t k0 = 0; k0 < K; k0 += KC) {
+        const std::size_t kc = std::min(KC, K - k0);
+        const F* bp = bpanel;
+        std::size_t ldb = NR;
+        if constexpr (b_in_place) {
+            p.idx[R - 2] = k0;
+            p.idx[R - 1] = j0;
+            bp = mm.b.data() + leaf_offset<Bop>(p);
+            ldb = shapes::broadcast_strides<R>(Bop::shape_type::extents, Bop::strides)[R - 2];
+        } else {
+            // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
+            for (std::size_t k = 0; k < kc; ++k) {
+                p.idx[R - 2] = k0 + k;
+                F* dst = bpanel + k * NR;
+                std::size_t c = 0;
+                for (; c + W <= ncols; c += W) {
+                    p.idx[R - 1] = j0 + c;
+                    read<B>(mm.b, p).store_aligned(dst + c);
+                }
+                for (; c < ncols; ++c) {
+                    p.idx[R - 1] = j0 + c;
+                    dst[c] = read<F>(mm.b, p);
+                }
+                for (; c < NR; ++c) dst[c] = F(0);
+            }
+        }
+        const bool first = k0 == 0, last = k0 + kc == K;
+        auto rows = [&]<std::size_t MRows>(std::size_t i0) {
+            const F* ap = ablock;
+            std::size_t lda = LDA;
+            if constexpr (direct_a) {
+                p.idx[R - 2] = i0;
+                p.idx[R - 1] = k0;
+                ap = mm.a.data() + leaf_offset<A>(p);
+                lda = shapes::broadcast_strides<R>(A::shape_type::extents, A::strides)[R - 2];
+            } else {  // pack A[i0 .. i0+MRows, k0 .. k0+kc) along k
+                for (std::size_t r = 0; r < MRows; ++r) {
+                    p.idx[R - 2] = i0 + r;
+                    std::size_t k = 0;
+                    for (; k + W <= kc; k += W) {
+                        p.idx[R - 1] = k0 + k;
+                        read<B>(mm.a, p).store_aligned(ablock + r * LDA + k);
+                    }
+                    for (; k < kc; ++k) {
+                        p.idx[R - 1] = k0 + k;
+                        ablock[r * LDA + k] = read<F>(mm.a, p);
                     }
                 }
-                const bool first = k0 == 0, last = k0 + kc == K;
-                auto rows = [&]<std::size_t MRows>(std::size_t i0) {
-                    const F* ap = ablock;
-                    std::size_t lda = LDA;
-                    if constexpr (direct_a) {
-                        p.idx[R - 2] = i0;
-                        p.idx[R - 1] = k0;
-                        ap = mm.a.data() + leaf_offset<A>(p);
-                        lda = shapes::broadcast_strides<R>(A::shape_type::extents, A::strides)[R - 2];
-                    } else {  // pack A[i0 .. i0+MRows, k0 .. k0+kc) along k
-                        for (std::size_t r = 0; r < MRows; ++r) {
-                            p.idx[R - 2] = i0 + r;
-                            std::size_t k = 0;
-                            for (; k + W <= kc; k += W) {
-                                p.idx[R - 1] = k0 + k;
-                                read<B>(mm.a, p).store_aligned(ablock + r * LDA + k);
-                            }
-                            for (; k < kc; ++k) {
-                                p.idx[R - 1] = k0 + k;
-                                ablock[r * LDA + k] = read<F>(mm.a, p);
-                            }
-                        }
-                    }
-                    B acc[MRows][NV];
-                    for (auto& row : acc)
-                        for (auto& v : row) v = B(F(0));
-                    micro_kernel<B, MRows, NV, (KC == K ? K : 0)>(ap, lda, 1, bp, ldb, kc, acc);
-                    p.idx[R - 2] = i0;
-                    p.idx[R - 1] = j0;
-                    if constexpr (Plain && KC == K) {
-                        if (ncols == NR) {  // whole tile: registers straight to the output
-                            T* o = out + leaf_offset<memory_leaf<T, S, true>>(p);
-                            // Unrolled, so the stores stay stores of registers (g++ otherwise turns
-                            // the loop into a spill plus memcpy).
-#pragma GCC unroll 24
-                            for (std::size_t r = 0; r < MRows; ++r)
-#pragma GCC unroll 4
-                                for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_unaligned(o + r * N + v * W);
-                            return;
-                        }
-                    }
+            }
+            B acc[MRows][NV];
+            for (auto& row : acc)
+                for (auto& v : row) v = B(F(0));
+            micro_kernel<B, MRows, NV, (KC == K ? K : 0)>(ap, lda, 1, bp, ldb, kc, acc);
+            p.idx[R - 2] = i0;
+            p.idx[R - 1] = j0;
+            if constexpr (Plain && KC == K) {
+                if (ncols == NR) {  // whole tile: registers straight to the output
+                    T* o = out + leaf_offset<memory_leaf<T, S, true>>(p);
+                    // Unrolled, so the stores stay stores of registers (g++ otherwise turns
+                    // the loop into a spill plus memcpy).
 #pragma GCC unroll 24
                     for (std::size_t r = 0; r < MRows; ++r)
 #pragma GCC unroll 4
-                        for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
-                    finish(p, ctile, NR, MRows, ncols, first, last);
-                };
-                std::size_t i0 = 0;
-                for (; i0 + MR <= M; i0 += MR) rows.template operator()<MR>(i0);
-                if constexpr (M % MR != 0) rows.template operator()<M % MR>(i0);
+                        for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_unaligned(o + r * N + v * W);
+                    return;
+                }
             }
-        }
-        for (std::size_t k = R - 2; k-- > 0;) {  // next batch index
-            if (++p.idx[k] < S::extents[k]) break;
-            p.idx[k] = 0;
-        }
+#pragma GCC unroll 24
+            for (std::size_t r = 0; r < MRows; ++r)
+#pragma GCC unroll 4
+                for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
+            finish(p, ctile, NR, MRows, ncols, first, last);
+        };
+        std::size_t i0 = m0;
+        for (; i0 + MR <= m1; i0 += MR) rows.template operator()<MR>(i0);
+        if constexpr (M % MR != 0)
+            if (m1 == M) rows.template operator()<M % MR>(i0);
     }
+}
+
+template <class Arch, class S, class T, bool Plain, class A, class Bop, class Finish>
+void contract(const matmul_node<A, Bop>& mm, T* out, Finish&& finish) {
+    using MM = matmul_node<A, Bop>;
+    using F = compute_t<MM, floating_or_double<T>>;
+    constexpr std::size_t M = MM::M, K = MM::K, N = MM::N;
+    using I = contraction_items<F, Arch, M, K, N>;
+    constexpr std::size_t batches = S::size / (M * N);
+    constexpr bool worth = batches * M * N * K >= (std::size_t{1} << 20);  // ~2 MFLOP
+    parallel_for(batches * I::blocks * I::panels, worth,
+                 [&](std::size_t item) { contract_item<Arch, S, T, Plain>(mm, out, finish, item); });
 }
 
 // Writes tile rows [r][0 .. ncols) to `out` at position p (row stride N), adding the partial
@@ -261,6 +297,9 @@ inline void finish_tile(T* out, const nd_pos<S::rank>& p, F* tile, std::size_t l
         }
     }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 // How many contractions, reductions, softmaxes and views of computed operands a tree holds.
 template <class E>
@@ -316,14 +355,16 @@ void evaluate_contraction(T* out, const E& tree) {
             using MM = matmul_node<std::remove_cvref_t<decltype(a)>, std::remove_cvref_t<decltype(b)>>;
             using F = compute_t<MM, floating_or_double<T>>;
             const MM mm{{}, a, b};
-            tile_cursor<F> cursor{};
-            const auto epi = with_tile(tree, tile_leaf<F, S, false>{{}, &cursor});
             constexpr bool plain = requires { E::K; } && std::is_same_v<T, F>;
             contract<Arch, S, T, plain>(mm, out, [&](const auto& p, F* tile, std::size_t ld, std::size_t rows,
                                                     std::size_t ncols, bool first, bool last) {
-                cursor = {tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
-                if constexpr (plain) finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, static_cast<const void*>(nullptr));
-                else finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, &epi);
+                if constexpr (plain) {
+                    finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, static_cast<const void*>(nullptr));
+                } else {  // the epilogue tree over this tile (a few pointers, so work items stay independent)
+                    const tile_cursor<F> cursor{tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
+                    const auto epi = with_tile(tree, tile_leaf<F, S, false>{{}, &cursor});
+                    finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, &epi);
+                }
             });
         });
     });

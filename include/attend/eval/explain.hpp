@@ -164,16 +164,18 @@ std::string explain(const E& e) {
         s += "plan: contraction, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
              " per batch index, register tile " + std::to_string(G::MR) + " x " + std::to_string(G::NR) + ", k block " +
              std::to_string(std::min(MM::K, G::KC)) + "\n";
-        auto operand = []<class X>(const char* name, const char* packing) {
+        auto operand = []<class X, bool InPlace>(const char* name, const char* packing) {
             if constexpr (!detail::is_elementwise<X>)
                 return std::string("  ") + name + " (not elementwise: materialised into a temporary first): " + detail::describe<X>() + "\n";
-            else if constexpr (detail::in_place<X, F, 0>)
+            else if constexpr (InPlace)
                 return std::string("  ") + name + " (read in place): " + detail::describe<X>() + "\n";
             else
                 return std::string("  ") + name + " (" + packing + ", its expression evaluated while packing): " + detail::describe<X>() + "\n";
         };
-        s += operand.template operator()<decltype(MM::a)>("A", "packed along k");
-        s += operand.template operator()<decltype(MM::b)>("B", "packed in panels");
+        using A = decltype(MM::a);
+        using B = decltype(MM::b);
+        s += operand.template operator()<A, detail::in_place<A, F, 0>>("A", "packed along k");
+        s += operand.template operator()<B, detail::b_read_in_place<B, F, MM::N, G::NR>>("B", "packed in panels");
         if constexpr (!requires { L::K; }) s += "  epilogue per finished tile: " + detail::describe<L>() + "\n";
     } else if constexpr (p == plan::softmax || p == plan::reduction) {
         s += std::string("plan: ") + (p == plan::softmax ? "softmax" : "reduction") + " loop nest into the output: " +

@@ -41,6 +41,19 @@ struct nd_pos {
     }
 };
 
+// The position of matrix `batch` (row-major over the leading axes of S), at row and column 0.
+template <class S>
+constexpr nd_pos<S::rank> batch_position(std::size_t batch) noexcept {
+    constexpr std::size_t R = S::rank;
+    nd_pos<R> p{};
+    for (std::size_t n = 0; n + 2 < R; ++n) {
+        const std::size_t k = R - 3 - n;
+        p.idx[k] = batch % S::extents[k];
+        batch /= S::extents[k];
+    }
+    return p;
+}
+
 template <class P>
 inline constexpr bool is_flat = std::is_same_v<P, flat_pos>;
 
@@ -158,7 +171,7 @@ template <class X, class Y> inline auto apply(op::less_equal, const X& a, const 
 template <class X, class Y> inline auto apply(op::greater, const X& a, const Y& b) noexcept { return a > b; }
 template <class X, class Y> inline auto apply(op::greater_equal, const X& a, const Y& b) noexcept { return a >= b; }
 template <class X, class Y> inline auto apply(op::equal, const X& a, const Y& b) noexcept { return a == b; }
-template <class X, class Y> inline auto apply(op::not_equal, const X& a, const Y& b) noexcept { return a != b; }
+template <class X, class Y> inline auto apply(op::not_equal, const X& a, const Y& b) noexcept { return simd::not_equal(a, b); }
 template <class X, class Y> inline auto apply(op::logical_and, const X& a, const Y& b) noexcept { return a && b; }
 template <class X, class Y> inline auto apply(op::logical_or, const X& a, const Y& b) noexcept { return a || b; }
 template <class X> inline auto apply(op::logical_not, const X& a) noexcept { return !a; }
@@ -184,7 +197,7 @@ inline auto convert(const V& v) noexcept {
         if constexpr (std::is_same_v<U, bool>) return v;
         else return simd::select<B>(v, simd::splat<B>(1), simd::splat<B>(0));
     } else if constexpr (std::is_same_v<U, bool>) {
-        return v != simd::splat<B>(0);
+        return simd::not_equal(v, simd::splat<B>(0));
     } else if constexpr (std::is_integral_v<U>) {
         return simd::trunc(v);
     } else if constexpr (sizeof(U) < sizeof(simd::value_t<B>)) {  // narrowing: round through U
