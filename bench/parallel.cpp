@@ -1,6 +1,8 @@
-// Parallel attention (attend::parallel: OpenMP over batch x heads x query tiles) at 1 and 2
-// threads, for (B=4, H=16, N=1024, d=64) and (B=1, H=8, N=4096, d=128). Parallel efficiency at
-// 2 threads = t(1) / (2 t(2)). Built with attend::parallel when CMake finds OpenMP.
+// Parallel evaluation (attend::parallel: OpenMP) at 1 and 2 threads: attention over batch x heads
+// x query tiles for (B=4, H=16, N=1024, d=64) and (B=1, H=8, N=4096, d=128); a contraction over
+// (column block, row panel) items for a 1024 x 1024 x 1024 matmul and a batched projection with an
+// epilogue. Parallel efficiency at 2 threads = t(1) / (2 t(2)). Built with attend::parallel when
+// CMake finds OpenMP.
 #include <attend/attend.hpp>
 #include <benchmark/benchmark.h>
 #include <memory>
@@ -11,13 +13,18 @@
 #include "peak.hpp"
 
 namespace {
+void threads(benchmark::State& state, int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    if (n > 1) state.SkipWithError("built without OpenMP");
+#endif
+    state.counters["threads"] = n;
+}
+
 template <std::size_t B, std::size_t H, std::size_t N, std::size_t D, int Threads>
 void run(benchmark::State& state) {
-#ifdef _OPENMP
-    omp_set_num_threads(Threads);
-#else
-    if (Threads > 1) state.SkipWithError("built without OpenMP");
-#endif
+    threads(state, Threads);
     using T = attend::tensor<float, B, H, N, D>;
     auto q = std::make_unique<T>(), k = std::make_unique<T>(), v = std::make_unique<T>(), o = std::make_unique<T>();
     for (std::size_t n = 0; n < T::size; ++n) {
@@ -31,7 +38,26 @@ void run(benchmark::State& state) {
         benchmark::ClobberMemory();
     }
     state.counters["FLOPS"] = benchmark::Counter(4.0 * B * H * N * N * D, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["threads"] = Threads;
+}
+
+// out = matmul(x, w) (* 0.5 + bias when Epilogue), x (B, M, K), w (K, N).
+template <std::size_t B, std::size_t M, std::size_t K, std::size_t N, bool Epilogue, int Threads>
+void contraction(benchmark::State& state) {
+    threads(state, Threads);
+    auto x = std::make_unique<attend::tensor<float, B, M, K>>();
+    auto w = std::make_unique<attend::tensor<float, K, N>>();
+    auto o = std::make_unique<attend::tensor<float, B, M, N>>();
+    attend::tensor<float, N> bias;
+    for (std::size_t n = 0; n < B * M * K; ++n) x->data()[n] = float(n % 13) * 0.05f - 0.3f;
+    for (std::size_t n = 0; n < K * N; ++n) w->data()[n] = float(n % 7) * 0.07f - 0.2f;
+    for (std::size_t n = 0; n < N; ++n) bias.data()[n] = float(n % 3);
+    for (auto _ : state) {
+        if constexpr (Epilogue) *o = attend::matmul(*x, *w) * 0.5f + bias;
+        else *o = attend::matmul(*x, *w);
+        benchmark::DoNotOptimize(o->data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["FLOPS"] = benchmark::Counter(2.0 * B * M * K * N, benchmark::Counter::kIsIterationInvariantRate);
 }
 }  // namespace
 
@@ -40,4 +66,8 @@ BENCHMARK(run<4, 16, 1024, 64, 1>)->Name("parallel_1thread<4, 16, 1024, 64>")->U
 BENCHMARK(run<4, 16, 1024, 64, 2>)->Name("parallel_2threads<4, 16, 1024, 64>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(run<1, 8, 4096, 128, 1>)->Name("parallel_1thread<1, 8, 4096, 128>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(run<1, 8, 4096, 128, 2>)->Name("parallel_2threads<1, 8, 4096, 128>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(contraction<1, 1024, 1024, 1024, false, 1>)->Name("matmul_1thread<1024, 1024, 1024>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(contraction<1, 1024, 1024, 1024, false, 2>)->Name("matmul_2threads<1024, 1024, 1024>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(contraction<4, 256, 512, 512, true, 1>)->Name("projection_1thread<4, 256, 512, 512>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(contraction<4, 256, 512, 512, true, 2>)->Name("projection_2threads<4, 256, 512, 512>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();
