@@ -196,20 +196,24 @@ ATTEND_SIMD_UNARY(trunc, xsimd::trunc, std::trunc)
 // On AVX-512 the scaling is one vscalefps, which also gives denormals, 0 and inf exactly; elsewhere
 // 2^n is built as two exponent-field factors for the same range. NaN propagates, exp(-inf) = 0.
 // Measured faster than xsimd 8.1's exp and Eigen's (bench/elementwise).
+// exp(x) = 2^n exp(r) with r = x - n ln 2 (ln 2 in two parts), exp(r) by the polynomial.
+template <class F>
+inline F exp_poly(const F& n, const F& xc) noexcept {
+    F r = xsimd::fma(n, F(-0.693359375f), xc);
+    r = xsimd::fma(n, F(2.12194440e-4f), r);
+    F p = F(8.369148490856347e-3f);
+    p = xsimd::fma(p, r, F(4.191750724961526e-2f));
+    p = xsimd::fma(p, r, F(1.6666505260408124e-1f));
+    p = xsimd::fma(p, r, F(4.9998869378303396e-1f));
+    p = xsimd::fma(p, r, F(1.00000001077157f));
+    return xsimd::fma(p, r, F(1.0000000754548972f));
+}
+
 template <class A>
 inline xsimd::batch<float, A> exp_float(const xsimd::batch<float, A>& x) noexcept {
     using F = xsimd::batch<float, A>;
     const F lo(-104.0f), hi(88.7228394f);
-    auto poly = [](const F& n, const F& xc) {
-        F r = xsimd::fma(n, F(-0.693359375f), xc);
-        r = xsimd::fma(n, F(2.12194440e-4f), r);
-        F p = F(8.369148490856347e-3f);
-        p = xsimd::fma(p, r, F(4.191750724961526e-2f));
-        p = xsimd::fma(p, r, F(1.6666505260408124e-1f));
-        p = xsimd::fma(p, r, F(4.9998869378303396e-1f));
-        p = xsimd::fma(p, r, F(1.00000001077157f));
-        return xsimd::fma(p, r, F(1.0000000754548972f));
-    };
+    auto poly = [](const F& n, const F& xc) { return exp_poly(n, xc); };
 #if defined(__AVX512F__)
     if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
         // max/min with x second: a NaN in x passes through.
@@ -244,6 +248,36 @@ inline B exp(const B& x) noexcept {
     } else {
         return std::exp(x);
     }
+}
+
+// exp for the online softmax, whose arguments are x - max <= 0 (or -inf, or NaN): NaN passes
+// through and -inf gives 0 as in exp, but results below 2^-126 (x < -87.3) are 0 rather than
+// denormal — next to the row's largest term, 1, they are far below a float's resolution. Without
+// AVX-512's vscalefps that saves the two-factor scaling and two of four selects (15 vector
+// operations instead of 22).
+template <class B>
+inline B exp_nonpositive(const B& x) noexcept {
+#if !defined(__AVX512F__)
+    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float>) {
+        using I = xsimd::batch<std::int32_t, typename B::arch_type>;
+        const B lo(-87.3f), magic(12582912.0f);  // magic: 1.5 * 2^23, rounds to an integer in the low bits
+        const B xc = xsimd::max(lo, x);        // x second: a NaN in x passes through
+        const B k = xsimd::fma(xc, B(1.44269504088896341f), magic);
+        const I e = (xsimd::bitwise_cast<I>(k) - xsimd::bitwise_cast<I>(magic) + I(127)) << 23;
+        return xsimd::select(x < lo, B(0.0f), exp_poly(k - magic, xc) * xsimd::bitwise_cast<B>(e));
+    } else
+#endif
+    {
+        return exp(x);
+    }
+}
+
+// The larger of a running maximum m and x, ignoring a NaN in x: where only the shift of an
+// online softmax depends on it, a NaN score still reaches the output through exp and the sums.
+template <class B>
+inline B running_max(const B& m, const B& x) noexcept {
+    if constexpr (is_batch<B>) return xsimd::max(x, m);  // maxps returns its second operand on NaN
+    else return m < x ? x : m;
 }
 
 // log: xsimd 8.1's log does not compile with g++ at -O0 on AVX-512BW (its integer select

@@ -208,7 +208,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                                 sp.idx[Rs - 2] = i0 + c * WL;
                                 const Vb s = read<Vb>(t, sp);
                                 simd::store(st + j * QL + c * WL, s);
-                                mt[c] = simd::maximum(mt[c], s);
+                                mt[c] = simd::running_max(mt[c], s);
                             }
                         }
                     };
@@ -220,13 +220,13 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     for (std::size_t c = 0; c < NVq; ++c) {
                         const Vb mn = simd::maximum(m[c], mt[c]);
                         shift[c] = simd::select<Vb>(mn == Vb(-std::numeric_limits<F>::infinity()), Vb(F(0)), mn);
-                        alpha[c] = simd::exp(m[c] - shift[c]);
+                        alpha[c] = simd::exp_nonpositive(m[c] - shift[c]);
                         m[c] = mn;
                         sum[c] = Vb(F(0));
                     }
                     for (std::size_t j = 0; j < KB; ++j)
                         for (std::size_t c = 0; c < NVq; ++c) {
-                            const Vb p = simd::exp(simd::load<Vb>(st + j * QL + c * WL) - shift[c]);
+                            const Vb p = simd::exp_nonpositive(simd::load<Vb>(st + j * QL + c * WL) - shift[c]);
                             simd::store(st + j * QL + c * WL, p);
                             sum[c] = sum[c] + p;
                         }
