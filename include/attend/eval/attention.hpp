@@ -125,9 +125,12 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
         parallel_for(batches * items, worth, [&](std::size_t item) {
             const std::size_t batch = item / items, t = items - 1 - item % items;
             nd_pos<R> ob = batch_position<S>(batch);  // output batch index in ob.idx[0 .. R-3]
-            tile_cursor<F> cursor{};
-            const auto tree = with_tile(sc, tile_leaf<F, Sc, true>{{}, &cursor});
-            const auto kept = without_index_masks(tree);
+            // The score tree over a tile: built per key tile around a cursor that lives as long,
+            // so the compiler sees every field of both as a constant of the tile and keeps them
+            // in registers (one tree for the whole item, read through a cursor it updated,
+            // reloaded the cursor and re-converted scalars at every read: 3x the tree's work).
+            auto tree_at = [&](const tile_cursor<F>& cur) { return with_tile(sc, tile_leaf<F, Sc, true>{{}, &cur}); };
+            using Tree = decltype(tree_at(std::declval<const tile_cursor<F>&>()));
             alignas(64) F kpack[k_direct ? 1 : BN * D];
             alignas(64) F vpack[v_direct ? 1 : BN * DV];
             // The same batch index at the rank of the score tree (its own broadcasting applies).
@@ -163,9 +166,10 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                 auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
                     tile_box.lo[Rs - 1] = j0;
                     tile_box.hi[Rs - 1] = j0 + KB - 1;
+                    const tile_cursor<F> cursor{st, QL, i0, j0};
+                    const Tree tree = tree_at(cursor);
                     if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
-                    const bool unmasked = has_index_where<std::remove_cvref_t<decltype(tree)>>() &&
-                                          index_conditions_never(tree, tile_box);
+                    const bool unmasked = has_index_where<Tree>() && index_conditions_never(tree, tile_box);
 
                     // K rows j0 .. j0+KB: a[j * lda + d * ka].
                     const F* kp = kpack;
@@ -198,21 +202,21 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     if constexpr (KB % MR != 0) scores_rows.template operator()<KB % MR>(jr);
 
                     // The score tree on the tile, in place, and the tile's max per query.
-                    cursor = {st, QL, i0, j0};
                     Vb mt[NVq];
                     for (auto& x : mt) x = Vb(-std::numeric_limits<F>::infinity());
                     auto apply_tree = [&](const auto& t) {
+                        auto pos = sp;  // a local position stays in registers
                         for (std::size_t j = 0; j < KB; ++j) {
-                            sp.idx[Rs - 1] = j0 + j;
+                            pos.idx[Rs - 1] = j0 + j;
                             for (std::size_t c = 0; c < NVq; ++c) {
-                                sp.idx[Rs - 2] = i0 + c * WL;
-                                const Vb s = read<Vb>(t, sp);
+                                pos.idx[Rs - 2] = i0 + c * WL;
+                                const Vb s = read<Vb>(t, pos);
                                 simd::store(st + j * QL + c * WL, s);
                                 mt[c] = simd::running_max(mt[c], s);
                             }
                         }
                     };
-                    if (unmasked) apply_tree(kept);
+                    if (unmasked) apply_tree(without_index_masks(tree));
                     else apply_tree(tree);
 
                     // Online softmax: new max, rescale factor, probabilities and their sums.
@@ -224,10 +228,11 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                         m[c] = mn;
                         sum[c] = Vb(F(0));
                     }
+                    F* const pt = st;  // a local pointer: vector stores may alias the closure's
                     for (std::size_t j = 0; j < KB; ++j)
                         for (std::size_t c = 0; c < NVq; ++c) {
-                            const Vb p = simd::exp_nonpositive(simd::load<Vb>(st + j * QL + c * WL) - shift[c]);
-                            simd::store(st + j * QL + c * WL, p);
+                            const Vb p = simd::exp_nonpositive(simd::load<Vb>(pt + j * QL + c * WL) - shift[c]);
+                            simd::store(pt + j * QL + c * WL, p);
                             sum[c] = sum[c] + p;
                         }
                     for (std::size_t c = 0; c < NVq; ++c) l[c] = simd::fma(l[c], alpha[c], sum[c]);
