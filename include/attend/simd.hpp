@@ -191,12 +191,8 @@ ATTEND_SIMD_UNARY(abs, xsimd::abs, std::abs)
 ATTEND_SIMD_UNARY(trunc, xsimd::trunc, std::trunc)
 #undef ATTEND_SIMD_UNARY
 
-// exp for float lanes: the hottest function of softmax. Cody-Waite reduction x = n ln2 + r,
-// |r| <= ln2/2, a degree-7 polynomial for e^r (Cephes' expf coefficients, ~1 ulp), then 2^n.
-// On AVX-512 the scaling is one vscalefps, which also gives denormals, 0 and inf exactly; elsewhere
-// 2^n is built as two exponent-field factors for the same range. NaN propagates, exp(-inf) = 0.
-// Measured faster than xsimd 8.1's exp and Eigen's (bench/elementwise).
-// exp(x) = 2^n exp(r) with r = x - n ln 2 (ln 2 in two parts), exp(r) by the polynomial.
+// exp(x) = 2^n exp(r) with r = x - n ln 2 (ln 2 in two parts, Cody-Waite), |r| <= ln2/2, and
+// exp(r) by a polynomial (Cephes' expf coefficients, ~1 ulp).
 template <class F>
 inline F exp_poly(const F& n, const F& xc) noexcept {
     F r = xsimd::fma(n, F(-0.693359375f), xc);
@@ -209,6 +205,12 @@ inline F exp_poly(const F& n, const F& xc) noexcept {
     return xsimd::fma(p, r, F(1.0000000754548972f));
 }
 
+// exp for float lanes: the hottest function of softmax. On AVX-512 the scaling by 2^n is one
+// vscalefps, which also gives denormals, 0 and inf exactly; elsewhere 2^n is built as two
+// exponent-field factors, which keeps denormal results and overflows to inf by itself above
+// ln(FLT_MAX) (x is clamped to 88.8, where n = 128). Max and min take x second, so a NaN in x
+// passes through; exp(-inf) = 0. bench/elementwise: faster than xsimd 8.1's exp and Eigen's on
+// AVX-512 (Zen 4), level with xsimd's and 1.5x faster than Eigen's on AVX2 (Zen 3).
 template <class A>
 inline xsimd::batch<float, A> exp_float(const xsimd::batch<float, A>& x) noexcept {
     using F = xsimd::batch<float, A>;
@@ -226,13 +228,13 @@ inline xsimd::batch<float, A> exp_float(const xsimd::batch<float, A>& x) noexcep
     {
         using I = xsimd::batch<std::int32_t, A>;
         const F magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer in the low bits
-        const F xc = xsimd::min(xsimd::max(x, lo), hi);
+        const F xc = xsimd::min(F(88.8f), xsimd::max(lo, x));
         const F k = xsimd::fma(xc, F(1.44269504088896341f), magic);
         const F p = poly(k - magic, xc);
         const I ni = xsimd::bitwise_cast<I>(k) - xsimd::bitwise_cast<I>(magic);
         const I n1 = ni >> 1, n2 = ni - n1;
         const F s1 = xsimd::bitwise_cast<F>((n1 + I(127)) << 23), s2 = xsimd::bitwise_cast<F>((n2 + I(127)) << 23);
-        return xsimd::select(x > hi, F(std::numeric_limits<float>::infinity()), xsimd::select(is_nan(x), x, p * s1 * s2));
+        return p * s1 * s2;
     }
 }
 
