@@ -4,10 +4,6 @@
 // index leaves run an outer loop over rows and an inner SIMD loop along the last axis, each leaf
 // reading through its compile-time broadcast strides. Vector bodies use the target's xsimd batch;
 // the tail length is a compile-time constant and runs on scalar bundles. Nothing is allocated.
-//
-// Each loop reads a local copy of the tree: xsimd's vector stores are may_alias, so through a
-// reference the compiler reloads every leaf pointer after every store; a local whose address
-// does not escape lives in registers (the same holds in the attention and contraction nests).
 #pragma once
 
 #include <algorithm>
@@ -31,9 +27,8 @@ inline void run_elementwise(T* out, const E& e) noexcept {
         // Chunks of 16 Ki elements (a multiple of every vector width) are the parallel work items.
         constexpr std::size_t N = S::size, NV = N / W * W, CH = 16384, chunks = (NV + CH - 1) / CH;
         parallel_for(chunks, N >= (std::size_t{1} << 18), [&](std::size_t c) {
-            const E t = e;
             const std::size_t end = std::min(NV, (c + 1) * CH);
-            for (std::size_t i = c * CH; i < end; i += W) store_lanes(out + i, read<B>(t, flat_pos{i}));
+            for (std::size_t i = c * CH; i < end; i += W) store_lanes(out + i, read<B>(e, flat_pos{i}));
         });
         for (std::size_t i = NV; i < N; ++i) store_lanes(out + i, read<F>(e, flat_pos{i}));
     } else {
@@ -42,18 +37,17 @@ inline void run_elementwise(T* out, const E& e) noexcept {
         // Blocks of rows (about 16 Ki elements each) are the parallel work items.
         constexpr std::size_t per = inner >= 16384 ? 1 : 16384 / inner, blocks = (rows + per - 1) / per;
         parallel_for(blocks, S::size >= (std::size_t{1} << 18), [&](std::size_t blk) {
-            const E t = e;
             nd_pos<R> p{};
             for (std::size_t k = R - 1, rest = blk * per; k-- > 0; rest /= S::extents[k]) p.idx[k] = rest % S::extents[k];
             for (std::size_t r = blk * per; r < std::min(rows, (blk + 1) * per); ++r) {
                 T* row = out + r * inner;
                 for (std::size_t j = 0; j < NV; j += W) {
                     p.idx[R - 1] = j;
-                    store_lanes(row + j, read<B>(t, p));
+                    store_lanes(row + j, read<B>(e, p));
                 }
                 for (std::size_t j = NV; j < inner; ++j) {
                     p.idx[R - 1] = j;
-                    store_lanes(row + j, read<F>(t, p));
+                    store_lanes(row + j, read<F>(e, p));
                 }
                 // Advance the outer index like an odometer.
                 for (std::size_t k = R - 1; k-- > 0;) {
