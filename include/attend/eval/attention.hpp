@@ -216,8 +216,16 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                             }
                         }
                     };
-                    if (unmasked) apply_tree(without_index_masks(tree));
-                    else apply_tree(tree);
+                    // With index masks, the tiles they cut through run the masked tree out of line:
+                    // inlined next to the unmasked one, it made g++ compile the whole tile worse
+                    // (causal (2048, 64) 8.4 -> 7.6 ms on Zen 3; the masked tree itself is cheap).
+                    auto apply_masked = [&](const Tree& t) __attribute__((noinline)) { apply_tree(t); };
+                    if constexpr (has_index_where<Tree>()) {
+                        if (unmasked) apply_tree(without_index_masks(tree));
+                        else apply_masked(tree);
+                    } else {
+                        apply_tree(tree);
+                    }
 
                     // Online softmax: new max, rescale factor, probabilities and their sums.
                     Vb alpha[NVq], shift[NVq], sum[NVq];
