@@ -270,7 +270,7 @@ inline B exp_nonpositive(const B& x) noexcept {
     } else
 #endif
     {
-        return exp(x);
+        return simd::exp(x);  // qualified: ADL would pick xsimd::exp for a batch
     }
 }
 
