@@ -205,16 +205,20 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     Vb mt[NVq];
                     for (auto& x : mt) x = Vb(-std::numeric_limits<F>::infinity());
                     auto apply_tree = [&](const auto& t) {
-                        auto pos = sp;  // a local position stays in registers
+                        auto pos = sp;        // local position, pointer and maxima stay in registers
+                        F* const tile = st;
+                        Vb mx[NVq];
+                        for (std::size_t c = 0; c < NVq; ++c) mx[c] = mt[c];
                         for (std::size_t j = 0; j < KB; ++j) {
                             pos.idx[Rs - 1] = j0 + j;
                             for (std::size_t c = 0; c < NVq; ++c) {
                                 pos.idx[Rs - 2] = i0 + c * WL;
                                 const Vb s = read<Vb>(t, pos);
-                                simd::store(st + j * QL + c * WL, s);
-                                mt[c] = simd::running_max(mt[c], s);
+                                simd::store(tile + j * QL + c * WL, s);
+                                mx[c] = simd::running_max(mx[c], s);
                             }
                         }
+                        for (std::size_t c = 0; c < NVq; ++c) mt[c] = mx[c];
                     };
                     // With index masks, the tiles they cut through run the masked tree out of line:
                     // inlined next to the unmasked one, it made g++ compile the whole tile worse
