@@ -49,8 +49,8 @@ int main() {
     ok &= identical<tensor<float, 2, 3, 200, 32>>("grouped-query attention", [&] {
         return attend::scaled_dot_product_attention(*gq, *gk, *gv, attend::iota<1, 200, 300>() > attend::iota<0, 200, 300>() + 100);
     });
-    auto a = std::make_unique<tensor<float, 2, 300, 320>>();
-    auto w = std::make_unique<tensor<float, 320, 136>>();
+    auto a = std::make_unique<tensor<float, 2, 300, 620>>();
+    auto w = std::make_unique<tensor<float, 620, 136>>();
     tensor<float, 136> wb;
     fill(*a, 11);
     fill(*w, 12);

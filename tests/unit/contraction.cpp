@@ -24,7 +24,7 @@ struct sizes {
 
 using matmul_sizes = boost::mpl::list<sizes<1, 1, 1>, sizes<3, 7, 17>, sizes<17, 33, 3>, sizes<33, 65, 7>,
                                       sizes<65, 17, 33>, sizes<7, 300, 65>, sizes<64, 64, 64>,
-                                      sizes<130, 300, 512>>;  // two row panels, two k blocks, B packed
+                                      sizes<130, 600, 512>>;  // two row panels, several k blocks, B packed
 
 // Reference matmul over explicit index sets (no shape machinery).
 template <class GetA, class GetB>
