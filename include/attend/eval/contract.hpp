@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "../expr/matmul.hpp"
 #include "lower.hpp"
@@ -110,6 +112,15 @@ constexpr std::size_t leaf_offset(const nd_pos<R>& p) noexcept {
     return off;
 }
 
+// Element (row, col) of the matrix of a memory leaf at batch position p, and its row stride.
+template <class Leaf, std::size_t R>
+inline auto matrix_at(const Leaf& leaf, nd_pos<R> p, std::size_t row, std::size_t col) noexcept {
+    p.idx[R - 2] = row;
+    p.idx[R - 1] = col;
+    constexpr std::size_t ld = shapes::broadcast_strides<R>(Leaf::shape_type::extents, Leaf::strides)[R - 2];
+    return std::pair{leaf.data() + leaf_offset<Leaf>(p), ld};
+}
+
 // A memory leaf of the compute type whose axis `Axis` (from the end) is contiguous can be read
 // by the kernel in place; `leading` is then the stride of the other matrix axis.
 template <class Leaf, class F, std::size_t FromEnd>
@@ -178,10 +189,7 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
         const F* bp = bpanel;
         std::size_t ldb = NR;
         if constexpr (b_in_place) {
-            p.idx[R - 2] = k0;
-            p.idx[R - 1] = j0;
-            bp = mm.b.data() + leaf_offset<Bop>(p);
-            ldb = shapes::broadcast_strides<R>(Bop::shape_type::extents, Bop::strides)[R - 2];
+            std::tie(bp, ldb) = matrix_at(mm.b, p, k0, j0);
         } else {
             // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
             for (std::size_t k = 0; k < kc; ++k) {
@@ -204,10 +212,7 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
             const F* ap = ablock;
             std::size_t lda = LDA;
             if constexpr (direct_a) {
-                p.idx[R - 2] = i0;
-                p.idx[R - 1] = k0;
-                ap = mm.a.data() + leaf_offset<A>(p);
-                lda = shapes::broadcast_strides<R>(A::shape_type::extents, A::strides)[R - 2];
+                std::tie(ap, lda) = matrix_at(mm.a, p, i0, k0);
             } else {  // pack A[i0 .. i0+MRows, k0 .. k0+kc) along k
                 for (std::size_t r = 0; r < MRows; ++r) {
                     p.idx[R - 2] = i0 + r;
