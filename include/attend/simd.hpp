@@ -253,8 +253,8 @@ inline B exp(const B& x) noexcept {
 }
 
 // exp for the online softmax, whose arguments are x - max <= 0 (or -inf, or NaN): NaN passes
-// through and -inf gives 0 as in exp, but results below 2^-126 (x < -87.3) are 0 rather than
-// denormal — next to the row's largest term, 1, they are far below a float's resolution. Without
+// through and -inf gives 0 as in exp, but x < -87.3 gives 0 (exp there is below ~2^-126) rather
+// than a denormal — next to the row's largest term, 1, that is far below a float's resolution. Without
 // AVX-512's vscalefps that saves the two-factor scaling and two of four selects (15 vector
 // operations instead of 22).
 template <class B>
@@ -266,7 +266,9 @@ inline B exp_nonpositive(const B& x) noexcept {
         const B xc = xsimd::max(lo, x);        // x second: a NaN in x passes through
         const B k = xsimd::fma(xc, B(1.44269504088896341f), magic);
         const I e = (xsimd::bitwise_cast<I>(k) - xsimd::bitwise_cast<I>(magic) + I(127)) << 23;
-        return xsimd::select(x < lo, B(0.0f), exp_poly(k - magic, xc) * xsimd::bitwise_cast<B>(e));
+        // 0 below lo: and-not with the mask (xsimd 8.1's bitwise_andnot(m, y) is ~m & y); a select
+        // made g++ re-derive a full mask from its sign bits first.
+        return xsimd::bitwise_andnot(B((x < lo).data), exp_poly(k - magic, xc) * xsimd::bitwise_cast<B>(e));
     } else
 #endif
     {

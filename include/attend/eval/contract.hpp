@@ -133,10 +133,12 @@ inline constexpr bool in_place = [] {
     }
 }();
 
-// Whether every column block of B is read in place: memory of the compute type, whole blocks,
-// and rows not a multiple of 2 KiB apart — at such strides a panel's rows fall into a few L1
-// sets and evict each other (packing: 512x64x512 358 vs 387 µs on Zen 3), while at other
-// strides reading in place beats packing (64x64x64: 5.6 vs 5.9 µs).
+// Whether every column block of B is read in place: memory of the compute type and whole
+// blocks, unless B is N floats wide with N * sizeof(F) a multiple of 2 KiB — then a panel's rows
+// fall into a few L1 sets and evict each other (packing: 512x64x512 358 vs 387 µs on Zen 3),
+// while narrower rows read in place beat packing (64x64x64: 5.6 vs 5.9 µs). The test is on N,
+// not on a strided view's own row stride: a rule on the stride measured no better (bench/layers
+// within its noise), and which of the two fits narrow strided views is not measured.
 template <class Bop, class F, std::size_t N, std::size_t NR>
 inline constexpr bool b_read_in_place = in_place<Bop, F, 0> && N % NR == 0 && (N * sizeof(F)) % 2048 != 0;
 
@@ -157,7 +159,7 @@ struct contraction_items {
 
 // g++ 12 -O3 cannot bound the column loops of a work item and of finish_tile once inlined (it
 // does not carry ncols <= NR through the item index) and reports false
-// -Waggressive-loop-optimizations errors; silenced for these two functions only.
+// -Waggressive-loop-optimizations errors; silenced from here to the end of finish_tile only.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
