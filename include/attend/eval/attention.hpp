@@ -202,14 +202,13 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     for (; jr + MR <= KB; jr += MR) scores_rows.template operator()<MR>(jr);
                     if constexpr (KB % MR != 0) scores_rows.template operator()<KB % MR>(jr);
 
-                    // The score tree on the tile, in place, and the tile's max per query.
+                    // The score tree on the tile, in place, and the tile's max per query (mt).
                     Vb mt[NVq];
-                    for (auto& x : mt) x = Vb(-std::numeric_limits<F>::infinity());
                     auto apply_tree = [&](const auto& t) {
                         auto pos = sp;        // local position, pointer and maxima stay in registers
                         F* const tile = st;
                         Vb mx[NVq];
-                        for (std::size_t c = 0; c < NVq; ++c) mx[c] = mt[c];
+                        for (auto& x : mx) x = Vb(-std::numeric_limits<F>::infinity());
                         for (std::size_t j = 0; j < KB; ++j) {
                             pos.idx[Rs - 1] = j0 + j;
                             for (std::size_t c = 0; c < NVq; ++c) {
