@@ -159,7 +159,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     }
                 }
                 bool fresh = true;  // O^T not yet written: the first visited key tile starts it from zero
-                Vb m[NVq], l[NVq];
+                Vb m[NVq], l[NVq];  // running max (times 8 log2(e)) and sum of the probabilities
                 for (std::size_t c = 0; c < NVq; ++c) m[c] = Vb(-std::numeric_limits<F>::infinity()), l[c] = Vb(F(0));
                 tile_box.lo[Rs - 2] = i0;
                 tile_box.hi[Rs - 2] = i0 + QL - 1;
@@ -231,19 +231,21 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                         apply_tree(tree);
                     }
 
-                    // Online softmax: new max, rescale factor, probabilities and their sums.
+                    // Online softmax in units of 8 log2(e) (simd::exp2_eighths): new max, rescale
+                    // factor, probabilities exp(s - max) = 2^((s L8 - max L8) / 8) and their sums.
+                    const Vb L8(simd::log2e_x8<F>);
                     Vb alpha[NVq], shift[NVq], sum[NVq];
                     for (std::size_t c = 0; c < NVq; ++c) {
-                        const Vb mn = simd::maximum(m[c], mt[c]);
+                        const Vb mn = simd::maximum(m[c], mt[c] * L8);
                         shift[c] = simd::select<Vb>(mn == Vb(-std::numeric_limits<F>::infinity()), Vb(F(0)), mn);
-                        alpha[c] = simd::exp_nonpositive(m[c] - shift[c]);
+                        alpha[c] = simd::exp2_eighths(m[c] - shift[c]);
                         m[c] = mn;
                         sum[c] = Vb(F(0));
                     }
                     F* const pt = st;  // a local pointer: vector stores may alias the closure's
                     for (std::size_t j = 0; j < KB; ++j)
                         for (std::size_t c = 0; c < NVq; ++c) {
-                            const Vb p = simd::exp_nonpositive(simd::load<Vb>(pt + j * QL + c * WL) - shift[c]);
+                            const Vb p = simd::exp2_eighths(simd::fma(simd::load<Vb>(pt + j * QL + c * WL), L8, -shift[c]));
                             simd::store(pt + j * QL + c * WL, p);
                             sum[c] = sum[c] + p;
                         }
@@ -303,7 +305,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                 }
                 if (lse != nullptr)
                     for (std::size_t c = 0; c < NVq; ++c)
-                        simd::store(lse + batch * NQ + i0 + c * WL, m[c] + simd::log(l[c]));
+                        simd::store(lse + batch * NQ + i0 + c * WL, m[c] / Vb(simd::log2e_x8<F>) + simd::log(l[c]));
             };
 
             if (t < tiles) query_tile.template operator()<Bv, G::NV>(t * QT);
