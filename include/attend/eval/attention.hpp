@@ -189,46 +189,46 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                                 kpack[j * D + d] = read<F>(kt, nd_pos<Rs>{sp.idx});
                             }
                     }
-                    // S^T = K_tile Q^T, MR keys at a time.
-                    auto scores_rows = [&]<std::size_t Rows>(std::size_t jr) {
-                        Vb acc[Rows][NVq];
-                        for (auto& row : acc)
-                            for (auto& x : row) x = Vb(F(0));
-                        micro_kernel<Vb, Rows, NVq, D>(kp + jr * lda, lda, ka, qt, QL, D, acc);
-                        for (std::size_t r = 0; r < Rows; ++r)
-                            for (std::size_t c = 0; c < NVq; ++c) simd::store(st + (jr + r) * QL + c * WL, acc[r][c]);
-                    };
-                    std::size_t jr = 0;
-                    for (; jr + MR <= KB; jr += MR) scores_rows.template operator()<MR>(jr);
-                    if constexpr (KB % MR != 0) scores_rows.template operator()<KB % MR>(jr);
-
-                    // The score tree on the tile, in place, and the tile's max per query (mt).
+                    // S^T = K_tile Q^T, MR keys at a time, and the score tree on each micro-tile while
+                    // it is in L1 (its work overlaps the next micro-tile's FMAs): the scores stay in
+                    // st, their maximum per query goes to mt.
                     Vb mt[NVq];
-                    auto apply_tree = [&](const auto& t) {
-                        auto pos = sp;        // local position, pointer and maxima stay in registers
+                    auto score_tile = [&](const auto& t) {
+                        auto pos = sp;  // local position, pointer and maxima stay in registers
                         F* const tile = st;
                         Vb mx[NVq];
                         for (auto& x : mx) x = Vb(-std::numeric_limits<F>::infinity());
-                        for (std::size_t j = 0; j < KB; ++j) {
-                            pos.idx[Rs - 1] = j0 + j;
-                            for (std::size_t c = 0; c < NVq; ++c) {
-                                pos.idx[Rs - 2] = i0 + c * WL;
-                                const Vb s = read<Vb>(t, pos);
-                                simd::store(tile + j * QL + c * WL, s);
-                                mx[c] = simd::running_max(mx[c], s);
+                        auto rows = [&]<std::size_t Rows>(std::size_t jr) {
+                            Vb acc[Rows][NVq];
+                            for (auto& row : acc)
+                                for (auto& x : row) x = Vb(F(0));
+                            micro_kernel<Vb, Rows, NVq, D>(kp + jr * lda, lda, ka, qt, QL, D, acc);
+                            for (std::size_t r = 0; r < Rows; ++r)
+                                for (std::size_t c = 0; c < NVq; ++c) simd::store(tile + (jr + r) * QL + c * WL, acc[r][c]);
+                            for (std::size_t j = jr; j < jr + Rows; ++j) {
+                                pos.idx[Rs - 1] = j0 + j;
+                                for (std::size_t c = 0; c < NVq; ++c) {
+                                    pos.idx[Rs - 2] = i0 + c * WL;
+                                    const Vb s = read<Vb>(t, pos);
+                                    simd::store(tile + j * QL + c * WL, s);
+                                    mx[c] = simd::running_max(mx[c], s);
+                                }
                             }
-                        }
+                        };
+                        std::size_t jr = 0;
+                        for (; jr + MR <= KB; jr += MR) rows.template operator()<MR>(jr);
+                        if constexpr (KB % MR != 0) rows.template operator()<KB % MR>(jr);
                         for (std::size_t c = 0; c < NVq; ++c) mt[c] = mx[c];
                     };
                     // With index masks, the tiles they cut through run the masked tree out of line:
                     // inlined next to the unmasked one, it made g++ compile the whole tile worse
                     // (causal (2048, 64) 8.4 -> 7.6 ms on Zen 3; the masked tree itself is cheap).
-                    auto apply_masked = [&](const Tree& t) __attribute__((noinline)) { apply_tree(t); };
+                    auto score_masked = [&](const Tree& t) __attribute__((noinline)) { score_tile(t); };
                     if constexpr (has_index_where<Tree>()) {
-                        if (unmasked) apply_tree(without_index_masks(tree));
-                        else apply_masked(tree);
+                        if (unmasked) score_tile(without_index_masks(tree));
+                        else score_masked(tree);
                     } else {
-                        apply_tree(tree);
+                        score_tile(tree);
                     }
 
                     // Online softmax in units of 8 log2(e) (simd::exp2_eighths): new max, rescale
