@@ -134,13 +134,20 @@ inline constexpr bool in_place = [] {
 }();
 
 // Whether every column block of B is read in place: memory of the compute type and whole
-// blocks, unless B is N floats wide with N * sizeof(F) a multiple of 2 KiB — then a panel's rows
-// fall into a few L1 sets and evict each other (packing: 512x64x512 358 vs 387 µs on Zen 3),
-// while narrower rows read in place beat packing (64x64x64: 5.6 vs 5.9 µs). The test is on N,
-// not on a strided view's own row stride: a rule on the stride measured no better (bench/layers
-// within its noise), and which of the two fits narrow strided views is not measured.
-template <class Bop, class F, std::size_t N, std::size_t NR>
-inline constexpr bool b_read_in_place = in_place<Bop, F, 0> && N % NR == 0 && (N * sizeof(F)) % 2048 != 0;
+// blocks, unless its rows, N * sizeof(F) bytes apart, are a multiple of 2 KiB apart, or at least
+// 1 KiB apart over a k block of more than 64 KiB. Such a panel's rows fall into a few L1 sets
+// and come back from L2 for every register tile, by a path whose time varies from call to call
+// (Zen 3, means of runs: 256x256x256 389 -> 370 µs packed, 256x128x256 190 -> 181 µs,
+// 96x256x384 207 -> 203 µs, 512x64x512 387 -> 358 µs), while nearer or shallower rows read in
+// place beat packing (64x64x64 5.7 vs 6.1 µs, 128x64x128 22.4 vs 23.3 µs, 128x64x256 45.6 vs
+// 47.2 µs; 512-byte and 768-byte rows over k = 512 measured level). The test is on N, not on a
+// strided view's own row stride: a rule on the stride measured no better (bench/layers within
+// its noise), and which of the two fits narrow strided views is not measured.
+template <class Bop, class F, std::size_t N, std::size_t NR, std::size_t KC>
+inline constexpr bool b_read_in_place = [] {
+    constexpr std::size_t row = N * sizeof(F);
+    return in_place<Bop, F, 0> && N % NR == 0 && row % 2048 != 0 && !(row >= 1024 && KC * row > 65536);
+}();
 
 // Runs the contraction; for each finished tile calls
 // finish(p, tile, ld, rows, ncols, first, last) with p at the tile's first output position.
@@ -176,7 +183,7 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
     using B = typename G::B;
     constexpr std::size_t W = G::W, NV = G::NV, NR = G::NR, MR = G::MR;
     constexpr std::size_t KC = std::min(K, G::KC), MC = I::MC, blocks = I::blocks, panels = I::panels;
-    constexpr bool direct_a = in_place<A, F, 0>, b_in_place = b_read_in_place<Bop, F, N, NR>;
+    constexpr bool direct_a = in_place<A, F, 0>, b_in_place = b_read_in_place<Bop, F, N, NR, KC>;
     constexpr std::size_t LDA = (KC + W - 1) / W * W;  // packed A rows: whole vectors, aligned
 
     alignas(64) F bpanel[b_in_place ? 1 : KC * NR];
