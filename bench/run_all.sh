@@ -11,9 +11,14 @@ out=build/bench/results
 mkdir -p "$out"
 for b in elementwise matmul softmax attention layers parallel; do
     echo "== $b" >&2
-    "build/bench/bench/$b" --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
+    "build/bench/bench/$b" --benchmark_filter=-attn_memory --benchmark_repetitions="$reps" \
+        --benchmark_enable_random_interleaving=true \
         --benchmark_report_aggregates_only=true \
         --benchmark_out="$out/$b.json" --benchmark_out_format=json >/dev/null
+    if [ "$b" = attention ]; then  # peak RSS is per process: the memory case runs alone
+        "build/bench/bench/$b" --benchmark_filter=attn_memory --benchmark_out="$out/attention_memory.json" \
+            --benchmark_out_format=json >/dev/null
+    fi
     echo "### $b"
     python3 bench/report.py "$out/$b.json" --markdown
     echo
