@@ -160,6 +160,7 @@ inline constexpr bool b_read_in_place = [] {
 template <class F, class Arch, std::size_t M, std::size_t K, std::size_t N>
 struct contraction_items {
     using G = tiling<F, Arch, M, N>;
+    static constexpr std::size_t KC = std::min(K, G::KC);                             // k block in use
     static constexpr std::size_t MC = G::MR * std::max<std::size_t>(1, 128 / G::MR);  // rows per item
     static constexpr std::size_t blocks = (N + G::NR - 1) / G::NR, panels = (M + MC - 1) / MC;
 };
@@ -182,7 +183,7 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
     using I = contraction_items<F, Arch, M, K, N>;
     using B = typename G::B;
     constexpr std::size_t W = G::W, NV = G::NV, NR = G::NR, MR = G::MR;
-    constexpr std::size_t KC = std::min(K, G::KC), MC = I::MC, blocks = I::blocks, panels = I::panels;
+    constexpr std::size_t KC = I::KC, MC = I::MC, blocks = I::blocks, panels = I::panels;
     constexpr bool direct_a = in_place<A, F, 0>, b_in_place = b_read_in_place<Bop, F, N, NR, KC>;
     constexpr std::size_t LDA = (KC + W - 1) / W * W;  // packed A rows: whole vectors, aligned
 

@@ -160,10 +160,11 @@ std::string explain(const E& e) {
             s += "  no index mask: every key tile is visited\n";
     } else if constexpr (p == plan::contraction) {
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const L&>()))>;
-        using G = detail::tiling<F, Arch, MM::M, MM::N>;
+        using I = detail::contraction_items<F, Arch, MM::M, MM::K, MM::N>;
+        using G = typename I::G;
         s += "plan: contraction, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
              " per batch index, register tile " + std::to_string(G::MR) + " x " + std::to_string(G::NR) + ", k block " +
-             std::to_string(std::min(MM::K, G::KC)) + "\n";
+             std::to_string(I::KC) + "\n";
         auto operand = []<class X, bool InPlace>(const char* name, const char* packing) {
             if constexpr (!detail::is_elementwise<X>)
                 return std::string("  ") + name + " (not elementwise: materialised into a temporary first): " + detail::describe<X>() + "\n";
@@ -175,7 +176,7 @@ std::string explain(const E& e) {
         using A = decltype(MM::a);
         using B = decltype(MM::b);
         s += operand.template operator()<A, detail::in_place<A, F, 0>>("A", "packed along k");
-        s += operand.template operator()<B, detail::b_read_in_place<B, F, MM::N, G::NR, std::min(MM::K, G::KC)>>("B", "packed in panels");
+        s += operand.template operator()<B, detail::b_read_in_place<B, F, MM::N, G::NR, I::KC>>("B", "packed in panels");
         if constexpr (!requires { L::K; }) s += "  epilogue per finished tile: " + detail::describe<L>() + "\n";
     } else if constexpr (p == plan::softmax || p == plan::reduction) {
         s += std::string("plan: ") + (p == plan::softmax ? "softmax" : "reduction") + " loop nest into the output: " +
