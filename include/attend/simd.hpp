@@ -261,29 +261,42 @@ inline B exp(const B& x) noexcept {
 template <class F>
 inline constexpr F log2e_x8 = F(8 * 1.4426950408889634);
 
-// With AVX2 (and no AVX-512), float lanes split round(t) = 8 q + j: 2^(j/8) from an 8-entry
-// table (one vpermps), 2^q into the exponent field, and 2^(f/8) for |f| <= 1/2 by a cubic
-// (relative error 2.7e-8). That is 5 operations on the FMA pipes where exp needs 9.
+// With AVX2 or AVX-512, float lanes split round(t) = 8 q + j: 2^(j/8) from an 8-entry table (one
+// vpermps; the 16-lane form reads 4 index bits, so its table holds the 8 entries twice), 2^q into
+// the exponent field, and 2^(f/8) for |f| <= 1/2 by a cubic (relative error 2.7e-8). That is 5
+// operations on the FMA pipes where exp needs 9 (AVX2) or 10 (AVX-512, with its range clamps).
 template <class B>
 inline B exp2_eighths(const B& t) noexcept {
-#if defined(__AVX2__) && !defined(__AVX512F__)
-    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && sizeof(B) == 32) {
+#if defined(__AVX2__)
+    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && sizeof(B) >= 32) {
         using I = xsimd::batch<std::int32_t, typename B::arch_type>;
-        // No clamp: below lo (-inf included) the result is masked to 0 whatever the steps give.
+        // No clamp: below lo (-inf included) the result is set to 0 whatever the steps give.
         const B lo(-1000.0f), magic(12582912.0f);  // magic: 1.5 * 2^23, rounds to an integer in the low bits
         const B k = t + magic;
         const B f = t - (k - magic);  // exact, in [-1/2, 1/2]
         const B p = xsimd::fma(xsimd::fma(xsimd::fma(B(1.08391046e-4f), f, B(3.75402533e-3f)), f, B(8.66434053e-2f)), f, B(1.0f));
         const I n = xsimd::bitwise_cast<I>(k);  // round(t) in the low bits: 8 q + j
-        const __m256 table = _mm256_setr_ps(1.0f, 1.09050775f, 1.18920708f, 1.29683959f, 1.41421354f, 1.54221082f,
-                                            1.68179286f, 1.83400810f);
-        const B frac(_mm256_permutevar8x32_ps(table, n));  // 2^(j/8): vpermps reads the low 3 bits
+        B frac;  // 2^(j/8)
+#if defined(__AVX512F__)
+        if constexpr (sizeof(B) == 64)
+            frac = _mm512_permutexvar_ps(n, _mm512_setr_ps(1.0f, 1.09050775f, 1.18920708f, 1.29683959f, 1.41421354f, 1.54221082f,
+                                                          1.68179286f, 1.83400810f, 1.0f, 1.09050775f, 1.18920708f, 1.29683959f,
+                                                          1.41421354f, 1.54221082f, 1.68179286f, 1.83400810f));
+        else
+#endif
+            frac = _mm256_permutevar8x32_ps(_mm256_setr_ps(1.0f, 1.09050775f, 1.18920708f, 1.29683959f, 1.41421354f,
+                                                           1.54221082f, 1.68179286f, 1.83400810f),
+                                            n);
         // q into the exponent field: bits 3.. of n shifted to 23.. (2^q 2^(j/8) stays normal for q >= -125).
         const B scale = xsimd::bitwise_cast<B>(xsimd::bitwise_cast<I>(frac) + ((n >> 3) << 23));
-        // 0 below lo: and-not with the mask (xsimd 8.1's bitwise_andnot(m, y) is ~m & y); a select
-        // made g++ re-derive a full mask from its sign bits first. A NaN in t makes p and the
-        // product NaN.
-        return xsimd::bitwise_andnot(B((t < lo).data), p * scale);
+        // A NaN in t makes p and the product NaN.
+        if constexpr (sizeof(B) == 64) {
+            return xsimd::select(t < lo, B(0.0f), p * scale);  // one masked move
+        } else {
+            // and-not with the mask (xsimd 8.1's bitwise_andnot(m, y) is ~m & y); a select made
+            // g++ re-derive a full mask from its sign bits first.
+            return xsimd::bitwise_andnot(B((t < lo).data), p * scale);
+        }
     } else
 #endif
     {

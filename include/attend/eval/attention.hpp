@@ -164,14 +164,9 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                 tile_box.lo[Rs - 2] = i0;
                 tile_box.hi[Rs - 2] = i0 + QL - 1;
 
-                auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
-                    tile_box.lo[Rs - 1] = j0;
-                    tile_box.hi[Rs - 1] = j0 + KB - 1;
-                    const tile_cursor<F> cursor{st, QL, i0, j0};
-                    const Tree tree = tree_at(cursor);
-                    if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
-                    const bool unmasked = has_index_where<Tree>() && index_conditions_never(tree, tile_box);
-
+                // One key tile with the score tree `t` (the full tree, or the tree without its
+                // index masks on a tile they keep entirely).
+                auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
                     // K rows j0 .. j0+KB: a[j * lda + d * ka].
                     const F* kp = kpack;
                     std::size_t lda = D, ka = 1;
@@ -193,7 +188,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     // it is in L1 (its work overlaps the next micro-tile's FMAs): the scores stay in
                     // st, their maximum per query goes to mt.
                     Vb mt[NVq];
-                    auto score_tile = [&](const auto& t) {
+                    {
                         auto pos = sp;  // local position, pointer and maxima stay in registers
                         F* const tile = st;
                         Vb mx[NVq];
@@ -219,16 +214,6 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                         for (; jr + MR <= KB; jr += MR) rows.template operator()<MR>(jr);
                         if constexpr (KB % MR != 0) rows.template operator()<KB % MR>(jr);
                         for (std::size_t c = 0; c < NVq; ++c) mt[c] = mx[c];
-                    };
-                    // With index masks, the tiles they cut through run the masked tree out of line:
-                    // inlined next to the unmasked one, it made g++ compile the whole tile worse
-                    // (causal (2048, 64) 8.4 -> 7.6 ms on Zen 3; the masked tree itself is cheap).
-                    auto score_masked = [&](const Tree& t) __attribute__((noinline)) { score_tile(t); };
-                    if constexpr (has_index_where<Tree>()) {
-                        if (unmasked) score_tile(without_index_masks(tree));
-                        else score_masked(tree);
-                    } else {
-                        score_tile(tree);
                     }
 
                     // Online softmax in units of 8 log2(e) (simd::exp2_eighths): new max, rescale
@@ -282,6 +267,26 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     for (; dv0 + MRV <= DV; dv0 += MRV) value_rows.template operator()<MRV>(dv0);
                     if constexpr (DV % MRV != 0) value_rows.template operator()<DV % MRV>(dv0);
                     fresh = false;
+                };
+                // Tiles an index mask cuts through run out of line, each whole tile: inlined next to
+                // the unmasked one, the masked tree made g++ compile every tile worse (causal
+                // (2048, 64) 8.4 -> 7.6 ms on Zen 3), and a call from inside the tile made it keep
+                // the tile's state in memory around the call (unmasked tiles 17 % slower on Zen 5).
+                auto masked_visit = [&]<std::size_t KB>(std::size_t j0, const Tree& t) __attribute__((noinline)) {
+                    visit.template operator()<KB>(j0, t);
+                };
+                auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
+                    tile_box.lo[Rs - 1] = j0;
+                    tile_box.hi[Rs - 1] = j0 + KB - 1;
+                    const tile_cursor<F> cursor{st, QL, i0, j0};
+                    const Tree tree = tree_at(cursor);
+                    if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
+                    if constexpr (has_index_where<Tree>()) {
+                        if (index_conditions_never(tree, tile_box)) visit.template operator()<KB>(j0, without_index_masks(tree));
+                        else masked_visit.template operator()<KB>(j0, tree);
+                    } else {
+                        visit.template operator()<KB>(j0, tree);
+                    }
                 };
                 std::size_t j0 = 0;
                 for (; j0 + BN <= NK; j0 += BN) key_tile.template operator()<BN>(j0);
