@@ -20,6 +20,7 @@
 
 #include "../expr/matmul.hpp"
 #include "lower.hpp"
+#include "machine.hpp"
 #include "parallel.hpp"
 #include "read.hpp"
 
@@ -133,21 +134,29 @@ inline constexpr bool in_place = [] {
     }
 }();
 
-// Whether every column block of B is read in place: memory of the compute type and whole
-// blocks, unless its rows, N * sizeof(F) bytes apart, are a multiple of 2 KiB apart, or at least
-// 1 KiB apart over a k block of more than 64 KiB. Such a panel's rows fall into a few L1 sets
-// and come back from L2 for every register tile, by a path whose time varies from call to call
-// (Zen 3, means of runs: 256x256x256 389 -> 370 µs packed, 256x128x256 190 -> 181 µs,
-// 96x256x384 207 -> 203 µs, 512x64x512 387 -> 358 µs), while nearer or shallower rows read in
-// place beat packing (64x64x64 5.7 vs 6.1 µs, 128x64x128 22.4 vs 23.3 µs, 128x64x256 45.6 vs
-// 47.2 µs; 512-byte and 768-byte rows over k = 512 measured level). The test is on N, not on a
-// strided view's own row stride: a rule on the stride measured no better (bench/layers within
-// its noise), and which of the two fits narrow strided views is not measured.
+// Whether every column block of B can be read in place (memory of the compute type, whole
+// blocks), and whether its rows are far apart enough to be packed anyway on a machine with an
+// 8-way L1: N * sizeof(F) bytes apart a multiple of 2 KiB, or at least 1 KiB over a k block of
+// more than 64 KiB. Such a panel's rows fall into a few L1 sets; on Zen 3 (32 KiB, 8 ways) they
+// came back from L2 for every register tile, by a path whose time varied from call to call, so
+// packing won (means of runs: 256x256x256 389 -> 370 µs, 256x128x256 190 -> 181 µs, 96x256x384
+// 207 -> 203 µs, 512x64x512 387 -> 358 µs) while nearer or shallower rows read in place beat it
+// (64x64x64 5.7 vs 6.1 µs, 128x64x128 22.4 vs 23.3 µs). On Zen 5 (48 KiB, 12 ways) reading in
+// place wins at every shape measured, those included (256x256x256 154 -> 148 µs, 512x64x512
+// 156 -> 150 µs, 128x512x512 320 -> 304 µs, minima of 5 alternating runs), so the choice is made
+// at run time from the L1's ways (machine.hpp); only shapes the rule covers instantiate both.
+template <class Bop, class F, std::size_t N, std::size_t NR>
+inline constexpr bool b_in_place_possible = in_place<Bop, F, 0> && N % NR == 0;
 template <class Bop, class F, std::size_t N, std::size_t NR, std::size_t KC>
-inline constexpr bool b_read_in_place = [] {
+inline constexpr bool b_rows_conflict = [] {
     constexpr std::size_t row = N * sizeof(F);
-    return in_place<Bop, F, 0> && N % NR == 0 && row % 2048 != 0 && !(row >= 1024 && KC * row > 65536);
+    return b_in_place_possible<Bop, F, N, NR> && (row % 2048 == 0 || (row >= 1024 && KC * row > 65536));
 }();
+template <class Bop, class F, std::size_t N, std::size_t NR, std::size_t KC>
+inline bool b_read_in_place() noexcept {
+    if constexpr (b_rows_conflict<Bop, F, N, NR, KC>) return l1d_ways() >= 12;
+    else return b_in_place_possible<Bop, F, N, NR>;
+}
 
 // Runs the contraction; for each finished tile calls
 // finish(p, tile, ld, rows, ncols, first, last) with p at the tile's first output position.
@@ -184,10 +193,12 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
     using B = typename G::B;
     constexpr std::size_t W = G::W, NV = G::NV, NR = G::NR, MR = G::MR;
     constexpr std::size_t KC = I::KC, MC = I::MC, blocks = I::blocks, panels = I::panels;
-    constexpr bool direct_a = in_place<A, F, 0>, b_in_place = b_read_in_place<Bop, F, N, NR, KC>;
+    constexpr bool direct_a = in_place<A, F, 0>, b_may_read = b_in_place_possible<Bop, F, N, NR>;
+    constexpr bool b_may_pack = !b_may_read || b_rows_conflict<Bop, F, N, NR, KC>;
     constexpr std::size_t LDA = (KC + W - 1) / W * W;  // packed A rows: whole vectors, aligned
+    const bool b_in_place = b_read_in_place<Bop, F, N, NR, KC>();
 
-    alignas(64) F bpanel[b_in_place ? 1 : KC * NR];
+    alignas(64) F bpanel[b_may_pack ? KC * NR : 1];
     alignas(64) F ablock[direct_a ? 1 : MR * LDA];
     alignas(64) F ctile[MR * NR];
     const std::size_t batch = item / (blocks * panels);
@@ -198,23 +209,26 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
         const std::size_t kc = std::min(KC, K - k0);
         const F* bp = bpanel;
         std::size_t ldb = NR;
-        if constexpr (b_in_place) {
-            std::tie(bp, ldb) = matrix_at(mm.b, p, k0, j0);
-        } else {
-            // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
-            for (std::size_t k = 0; k < kc; ++k) {
-                p.idx[R - 2] = k0 + k;
-                F* dst = bpanel + k * NR;
-                std::size_t c = 0;
-                for (; c + W <= ncols; c += W) {
-                    p.idx[R - 1] = j0 + c;
-                    read<B>(mm.b, p).store_aligned(dst + c);
+        if constexpr (b_may_read) {
+            if (b_in_place) std::tie(bp, ldb) = matrix_at(mm.b, p, k0, j0);
+        }
+        if constexpr (b_may_pack) {
+            if (!b_in_place) {
+                // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
+                for (std::size_t k = 0; k < kc; ++k) {
+                    p.idx[R - 2] = k0 + k;
+                    F* dst = bpanel + k * NR;
+                    std::size_t c = 0;
+                    for (; c + W <= ncols; c += W) {
+                        p.idx[R - 1] = j0 + c;
+                        read<B>(mm.b, p).store_aligned(dst + c);
+                    }
+                    for (; c < ncols; ++c) {
+                        p.idx[R - 1] = j0 + c;
+                        dst[c] = read<F>(mm.b, p);
+                    }
+                    for (; c < NR; ++c) dst[c] = F(0);
                 }
-                for (; c < ncols; ++c) {
-                    p.idx[R - 1] = j0 + c;
-                    dst[c] = read<F>(mm.b, p);
-                }
-                for (; c < NR; ++c) dst[c] = F(0);
             }
         }
         const bool first = k0 == 0, last = k0 + kc == K;

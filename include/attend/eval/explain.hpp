@@ -176,7 +176,10 @@ std::string explain(const E& e) {
         using A = decltype(MM::a);
         using B = decltype(MM::b);
         s += operand.template operator()<A, detail::in_place<A, F, 0>>("A", "packed along k");
-        s += operand.template operator()<B, detail::b_read_in_place<B, F, MM::N, G::NR, I::KC>>("B", "packed in panels");
+        if (detail::b_read_in_place<B, F, MM::N, G::NR, I::KC>())
+            s += operand.template operator()<B, true>("B", "");
+        else
+            s += operand.template operator()<B, false>("B", "packed in panels");
         if constexpr (!requires { L::K; }) s += "  epilogue per finished tile: " + detail::describe<L>() + "\n";
     } else if constexpr (p == plan::softmax || p == plan::reduction) {
         s += std::string("plan: ") + (p == plan::softmax ? "softmax" : "reduction") + " loop nest into the output: " +

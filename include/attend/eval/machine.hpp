@@ -1,0 +1,33 @@
+// attend/eval/machine.hpp — the one property of the running machine a plan asks for at run time:
+// how many ways its L1 data cache has. Everything else (vector width, registers) is fixed by the
+// build's target flags; cache geometry is not, and -march=native on a CPU the compiler does not
+// know (g++ 12 on Zen 5 reports znver3) says nothing about it.
+#pragma once
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace attend::detail {
+
+// Ways of the L1 data cache from CPUID (Intel's leaf 4, else AMD's leaf 0x80000005), 0 if unknown.
+inline unsigned l1d_ways() noexcept {
+    static const unsigned ways = [] {
+#if defined(__x86_64__) || defined(__i386__)
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (__get_cpuid_max(0, nullptr) >= 4) {
+            for (unsigned sub = 0; sub < 8; ++sub) {
+                __cpuid_count(4, sub, a, b, c, d);
+                const unsigned type = a & 31, level = (a >> 5) & 7;
+                if (type == 0) break;
+                if (type == 1 && level == 1) return (b >> 22) + 1;  // data cache, level 1
+            }
+        }
+        if (__get_cpuid(0x80000005, &a, &b, &c, &d)) return (c >> 16) & 0xffu;
+#endif
+        return 0u;
+    }();
+    return ways;
+}
+
+}  // namespace attend::detail
