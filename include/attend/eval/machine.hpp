@@ -4,7 +4,7 @@
 // know (g++ 12 on Zen 5 reports znver3) says nothing about it.
 #pragma once
 
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #include <cpuid.h>
 #endif
 
@@ -13,7 +13,7 @@ namespace attend::detail {
 // Ways of the L1 data cache from CPUID (Intel's leaf 4, else AMD's leaf 0x80000005), 0 if unknown.
 inline unsigned l1d_ways() noexcept {
     static const unsigned ways = [] {
-#if defined(__x86_64__) || defined(__i386__)
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
         unsigned a = 0, b = 0, c = 0, d = 0;
         if (__get_cpuid_max(0, nullptr) >= 4) {
             for (unsigned sub = 0; sub < 8; ++sub) {
