@@ -74,7 +74,8 @@ inline constexpr bool attention_plan = [] {
 
 // Tiles from the static shapes and the target's registers (bench/attention): two vectors of
 // queries per tile and key tiles of 48; score accumulators of 12 keys x 2 vectors and output
-// accumulators of 8 value columns x 2 vectors with 32 registers (AVX-512, measured on Zen 4),
+// accumulators of 8 value columns x 2 vectors with 32 registers (AVX-512, measured on Zen 4; on
+// Zen 5 key tiles of 32 and 64 were 10-50 % slower, 96 level, 12 value columns 2-4 % slower),
 // 6 x 2 and 6 x 2 with 16 (AVX2, measured on Zen 3).
 template <class F, class Arch, std::size_t NQ, std::size_t D, std::size_t DV>
 struct attention_tiling {
