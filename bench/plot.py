@@ -31,6 +31,11 @@ def load(paths):
     return rows, peak
 
 
+# One colour per implementation in every panel; attend's own plans first.
+COLOURS = {"fused": "tab:blue", "attend": "tab:blue", "unfused": "tab:cyan", "eigen": "tab:orange",
+           "eigenfixed": "tab:brown", "openblas": "tab:green", "onednn": "tab:red"}
+
+
 def main():
     out, paths = sys.argv[1], sys.argv[2:]
     rows, peak = load(paths)
@@ -39,11 +44,11 @@ def main():
     for ax, case in zip(axes[:, 0], cases):
         data = rows[case]
         sizes = sorted({s for s, _ in data}, key=lambda s: [int(x) for x in re.findall(r"\d+", s)])
-        impls = sorted({i for _, i in data}, key=lambda i: (i != "fused", i != "attend", i))
+        impls = sorted({i for _, i in data}, key=lambda i: (i not in ("fused", "attend"), i != "unfused", i))
         width = 0.8 / len(impls)
         for k, impl in enumerate(impls):
             xs = [n + k * width for n in range(len(sizes))]
-            ax.bar(xs, [data.get((s, impl), 0) for s in sizes], width, label=impl)
+            ax.bar(xs, [data.get((s, impl), 0) for s in sizes], width, label=impl, color=COLOURS.get(impl, "tab:gray"))
         if peak:
             ax.axhline(peak, color="black", linestyle="--", linewidth=1, label=f"FMA peak {peak:.0f}")
         ax.set_xticks([n + 0.4 - width / 2 for n in range(len(sizes))])
