@@ -261,6 +261,11 @@ inline B exp(const B& x) noexcept {
 template <class F>
 inline constexpr F log2e_x8 = F(8 * 1.4426950408889634);
 
+// 2^(j/8) for j = 0..7, twice: a 16-lane vpermps reads four index bits, an 8-lane one three.
+alignas(64) inline constexpr float exp2_eighths_table[16] = {
+    1.0f, 1.09050775f, 1.18920708f, 1.29683959f, 1.41421354f, 1.54221082f, 1.68179286f, 1.83400810f,
+    1.0f, 1.09050775f, 1.18920708f, 1.29683959f, 1.41421354f, 1.54221082f, 1.68179286f, 1.83400810f};
+
 // With AVX2 or AVX-512, float lanes split round(t) = 8 q + j: 2^(j/8) from an 8-entry table (one
 // vpermps; the 16-lane form reads 4 index bits, so its table holds the 8 entries twice), 2^q into
 // the exponent field, and 2^(f/8) for |f| <= 1/2 by a cubic (relative error 2.7e-8). That is 5
@@ -278,15 +283,10 @@ inline B exp2_eighths(const B& t) noexcept {
         const I n = xsimd::bitwise_cast<I>(k);  // round(t) in the low bits: 8 q + j
         B frac;  // 2^(j/8)
 #if defined(__AVX512F__)
-        if constexpr (sizeof(B) == 64)
-            frac = _mm512_permutexvar_ps(n, _mm512_setr_ps(1.0f, 1.09050775f, 1.18920708f, 1.29683959f, 1.41421354f, 1.54221082f,
-                                                          1.68179286f, 1.83400810f, 1.0f, 1.09050775f, 1.18920708f, 1.29683959f,
-                                                          1.41421354f, 1.54221082f, 1.68179286f, 1.83400810f));
+        if constexpr (sizeof(B) == 64) frac = _mm512_permutexvar_ps(n, _mm512_load_ps(exp2_eighths_table));
         else
 #endif
-            frac = _mm256_permutevar8x32_ps(_mm256_setr_ps(1.0f, 1.09050775f, 1.18920708f, 1.29683959f, 1.41421354f,
-                                                           1.54221082f, 1.68179286f, 1.83400810f),
-                                            n);
+            frac = _mm256_permutevar8x32_ps(_mm256_load_ps(exp2_eighths_table), n);
         // q into the exponent field: bits 3.. of n shifted to 23.. (2^q 2^(j/8) stays normal for q >= -125).
         const B scale = xsimd::bitwise_cast<B>(xsimd::bitwise_cast<I>(frac) + ((n >> 3) << 23));
         // A NaN in t makes p and the product NaN.
@@ -302,6 +302,13 @@ inline B exp2_eighths(const B& t) noexcept {
     {
         return simd::exp(t * B(0.0866433975699931636));  // ln(2) / 8; qualified: ADL would pick xsimd::exp
     }
+}
+
+// exp(x - m) for a shift m8 = m * log2e_x8 in those units: one fma and exp2_eighths (the online
+// softmax of the attention nest and the softmax plan).
+template <class B>
+inline B exp_shifted(const B& x, const B& m8) noexcept {
+    return exp2_eighths(fma(x, B(log2e_x8<value_t<B>>), -m8));
 }
 
 // The larger of a running maximum m and x, ignoring a NaN in x: where only the shift of an

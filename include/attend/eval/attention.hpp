@@ -231,7 +231,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     F* const pt = st;  // a local pointer: vector stores may alias the closure's
                     for (std::size_t j = 0; j < KB; ++j)
                         for (std::size_t c = 0; c < NVq; ++c) {
-                            const Vb p = simd::exp2_eighths(simd::fma(simd::load<Vb>(pt + j * QL + c * WL), L8, -shift[c]));
+                            const Vb p = simd::exp_shifted(simd::load<Vb>(pt + j * QL + c * WL), shift[c]);
                             simd::store(pt + j * QL + c * WL, p);
                             sum[c] = sum[c] + p;
                         }

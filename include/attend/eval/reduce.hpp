@@ -173,7 +173,7 @@ void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
 // softmax along Axis: max, then exp(x - max) written out while summing, then one scale. A slice
 // of all -inf has max -inf: it is shifted by 0 instead, every exp is 0, and the scale is 0.
 // exp(x - max) is taken as 2^(t/8) with t = fma(x, 8 log2(e), -8 log2(e) max), as in the
-// attention nest (simd::exp2_eighths): the shift is part of the fma and the exponential is
+// attention nest (simd::exp_shifted): the shift is part of the fma and the exponential is
 // 5 operations on the FMA pipes instead of 10.
 template <class Arch, class T, std::size_t Axis, class A>
 void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
@@ -196,7 +196,6 @@ void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
             using V = decltype(m);
             return simd::select<V>(m == V(ninf), V(0), m * V(simd::log2e_x8<F>));
         };
-        auto exp_shifted = [](auto x, auto shift) { return simd::exp2_eighths(simd::fma(x, decltype(x)(simd::log2e_x8<F>), -shift)); };
         auto scale_of = [](auto s) { return simd::select<decltype(s)>(s == decltype(s)(0), decltype(s)(0), decltype(s)(1) / s); };
         if constexpr (Axis == R - 1) {
             constexpr std::size_t NV = n / W * W;
@@ -219,7 +218,7 @@ void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
                     simd::splat<B>(0),
                     [&](std::size_t j) {
                         p.idx[R - 1] = j;
-                        const B e = exp_shifted(read<B>(arg, p), B(shift));
+                        const B e = simd::exp_shifted(read<B>(arg, p), B(shift));
                         simd::store(row + j, e);
                         return e;
                     },
@@ -227,7 +226,7 @@ void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
                 F s = simd::reduce_add(sv);
                 for (std::size_t j = NV; j < n; ++j) {
                     p.idx[R - 1] = j;
-                    const F e = exp_shifted(read<F>(arg, p), shift);
+                    const F e = simd::exp_shifted(read<F>(arg, p), shift);
                     row[j] = static_cast<T>(e);
                     s += e;
                 }
@@ -251,7 +250,7 @@ void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
                     V s = simd::splat<V>(0);
                     for (std::size_t k = 0; k < n; ++k) {
                         p.idx[Axis] = k;
-                        const V e = exp_shifted(read<V>(arg, p), shift);
+                        const V e = simd::exp_shifted(read<V>(arg, p), shift);
                         simd::store(out + first + k * st[Axis] + j, e);
                         s = s + e;
                     }
