@@ -1,16 +1,19 @@
 // attend/attend.hpp — the whole library: shapes, tensors, expressions, evaluation.
 //
-//   shape.hpp, check.hpp      shapes as types, their algebra, every compile-time diagnostic
+//   shape.hpp, check.hpp      shapes as types, their algebra, every diagnostic
+//   layout.hpp                extents + strides -> offsets, for leaves, kernels and outputs
 //   tensor.hpp                tensor (owning) and tensor_ref (view)
-//   expr/                     lazy expression nodes: leaves, elementwise map, index generators,
-//                             reductions and softmax, matmul, views
-//   eval/                     the planner and its loop nests (elementwise, reduction, contraction),
-//                             and the assignment entry points
+//   expr/                     lazy expression nodes: node.hpp says what a node kind is; leaves,
+//                             elementwise map, index generators, reductions and softmax, matmul, views
+//   eval/                     plan.hpp (the planner), alias.hpp (in place or not), the loop nests
+//                             (elementwise, reduction, contraction, attention), assignment entry points
 //   simd.hpp                  the thin layer over xsimd
 #pragma once
 
 #include "check.hpp"
 #include "config.hpp"
+#include "layout.hpp"
+#include "eval/alias.hpp"
 #include "eval/assign.hpp"
 #include "eval/attention.hpp"
 #include "eval/bounds.hpp"
@@ -19,6 +22,7 @@
 #include "eval/explain.hpp"
 #include "eval/lower.hpp"
 #include "eval/parallel.hpp"
+#include "eval/plan.hpp"
 #include "eval/read.hpp"
 #include "eval/reduce.hpp"
 #include "expr/attention.hpp"
@@ -27,6 +31,7 @@
 #include "expr/leaf.hpp"
 #include "expr/map.hpp"
 #include "expr/matmul.hpp"
+#include "expr/node.hpp"
 #include "expr/reduce.hpp"
 #include "expr/types.hpp"
 #include "expr/view.hpp"

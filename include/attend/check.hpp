@@ -1,4 +1,5 @@
-// attend/check.hpp — every compile-time diagnostic has its predicate here.
+// attend/check.hpp — every compile-time diagnostic has its predicate here, and run-time
+// preconditions stop the program through `check::stop`.
 //
 // A static_assert message must be a string literal in C++20, so it cannot print extents. Each
 // predicate therefore carries the operation tag and the offending shapes or element types in its
@@ -10,6 +11,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 
 #include "shape.hpp"
@@ -101,5 +104,18 @@ template <class Op, std::size_t H, class S>
 struct heads_divide {
     static constexpr bool ok = H > 0 && S::rank >= 1 && S::extents[S::rank - 1] % H == 0;
 };
+
+}  // namespace attend::check
+
+namespace attend::check {
+
+// Run-time preconditions (a view's start, a gather's index, an assignment that cannot be done
+// without memory): the program stops with a message naming the operation and the values — also
+// under -fno-exceptions, and never after a silent out-of-bounds access.
+[[noreturn]] inline void stop(const char* operation, const char* what) noexcept {
+    std::fprintf(stderr, "attend: %s: %s\n", operation, what);
+    std::fflush(stderr);
+    std::abort();
+}
 
 }  // namespace attend::check

@@ -5,11 +5,13 @@
 // happens; its body lives in eval/assign.hpp, in the target's inline namespace.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <type_traits>
 
 #include "check.hpp"
 #include "config.hpp"
+#include "layout.hpp"
 #include "expr/core.hpp"
 #include "simd.hpp"
 
@@ -17,10 +19,9 @@ namespace attend {
 
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
-// Evaluates `e` into the row-major buffer `out` of shape S (eval/assign.hpp). `DestOwned` says
-// the buffer is a tensor's own storage, which no view can partially overlap unless it was made
-// from that tensor; `Op` names the operation in diagnostics.
-template <class Arch, bool DestOwned, class Op, class S, class T, class E>
+// Evaluates `e` into the row-major buffer `out` of shape S (eval/assign.hpp), as if the right
+// side were computed first whatever it reads; `Op` names the operation in diagnostics.
+template <class Arch, class Op, class S, class T, class E>
 void assign(T* out, E&& e);
 }  // namespace detail
 }  // namespace ATTEND_ARCH_NAMESPACE
@@ -34,11 +35,7 @@ namespace detail {
 template <class S, class... I>
 constexpr std::size_t offset_of(I... i) noexcept {
     static_assert(sizeof...(I) == S::rank, "attend: element access takes one index per axis");
-    constexpr auto st = shapes::strides(S::extents);
-    const std::size_t idx[] = {static_cast<std::size_t>(i)..., 0};
-    std::size_t off = 0;
-    for (std::size_t k = 0; k < S::rank; ++k) off += idx[k] * st[k];
-    return off;
+    return row_major<S>::offset(std::array<std::size_t, S::rank>{static_cast<std::size_t>(i)...});
 }
 }  // namespace detail
 
@@ -68,14 +65,14 @@ public:
     template <class E, class Arch = simd::default_arch>
         requires expression<E>
     tensor(E&& e) {  // NOLINT: implicit on purpose, as the result of an expression
-        detail::assign<Arch, true, op::construct, shape_type>(data_, static_cast<E&&>(e));
+        detail::assign<Arch, op::construct, shape_type>(data_, static_cast<E&&>(e));
     }
 
     // Evaluates as if the right side were computed before any element is written.
     template <class E, class Arch = simd::default_arch>
         requires(expression<E> || scalar<E>)
     tensor& operator=(E&& e) {
-        detail::assign<Arch, true, op::assign, shape_type>(data_, static_cast<E&&>(e));
+        detail::assign<Arch, op::assign, shape_type>(data_, static_cast<E&&>(e));
         return *this;
     }
 
@@ -136,7 +133,7 @@ private:
     tensor_ref& assign_from(E&& e) {
         static_assert(!std::is_const_v<T>, "attend::tensor_ref: cannot assign to a view of const elements");
         if constexpr (!std::is_const_v<T>)
-            detail::assign<Arch, false, op::assign, shape_type>(p_, static_cast<E&&>(e));
+            detail::assign<Arch, op::assign, shape_type>(p_, static_cast<E&&>(e));
         return *this;
     }
 

@@ -46,11 +46,11 @@ struct attention_parts<matmul_node<softmax_node<Axis, Sc>, V>> {
 // Why matmul(softmax(S), V) is not fused (for explain), or "" when it is.
 template <class E>
 constexpr const char* attention_refusal() {
-    if constexpr (!requires { E::K; }) {
+    if constexpr (!is_kind<E, kind::matmul>) {
         return "";
     } else {
         using A = std::remove_cvref_t<decltype(std::declval<const E&>().a)>;
-        if constexpr (!requires { typename A::softmax_of; }) {
+        if constexpr (!is_kind<A, kind::softmax>) {
             return "";
         } else {
             using Sc = typename A::softmax_of;
@@ -148,8 +148,8 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                 if constexpr (q_rows) {  // Q's rows are contiguous: transpose them in blocks
                     sp.idx[Rs - 2] = i0;
                     sp.idx[Rs - 1] = 0;
-                    constexpr std::size_t ldq = shapes::broadcast_strides<Rs>(Ql::shape_type::extents, Ql::strides)[Rs - 2];
-                    simd::transpose<QL, D, ldq, QL>(q.data() + leaf_offset<Ql>(nd_pos<Rs>{sp.idx}), qt);
+                    constexpr std::size_t ldq = Ql::layout::template strides_at<Rs>[Rs - 2];
+                    simd::transpose<QL, D, ldq, QL>(q.data() + Ql::layout::offset(sp.idx), qt);
                 } else {
                     for (std::size_t d = 0; d < D; ++d) {
                         sp.idx[Rs - 1] = d;
@@ -174,8 +174,8 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     if constexpr (k_direct) {
                         sp.idx[Rs - 2] = 0;
                         sp.idx[Rs - 1] = j0;
-                        constexpr auto kst = shapes::broadcast_strides<Rs>(Kt::shape_type::extents, Kt::strides);
-                        kp = kt.data() + leaf_offset<Kt>(nd_pos<Rs>{sp.idx});
+                        constexpr auto kst = Kt::layout::template strides_at<Rs>;
+                        kp = kt.data() + Kt::layout::offset(sp.idx);
                         lda = kst[Rs - 1], ka = kst[Rs - 2];
                     } else {
                         for (std::size_t j = 0; j < KB; ++j)
@@ -243,8 +243,8 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     if constexpr (v_direct) {
                         ob.idx[R - 2] = j0;
                         ob.idx[R - 1] = 0;
-                        constexpr auto vst = shapes::broadcast_strides<R>(Vl::shape_type::extents, Vl::strides);
-                        vp = v.data() + leaf_offset<Vl>(ob);
+                        constexpr auto vst = Vl::layout::template strides_at<R>;
+                        vp = v.data() + Vl::layout::offset(ob.idx);
                         vlda = vst[R - 1], vka = vst[R - 2];
                     } else {
                         for (std::size_t j = 0; j < KB; ++j)
@@ -302,7 +302,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                         simd::store(ot + dv * QL + c * WL, simd::load<Vb>(ot + dv * QL + c * WL) * inv[c]);
                 ob.idx[R - 2] = i0;
                 ob.idx[R - 1] = 0;
-                T* o = out + leaf_offset<memory_leaf<T, S, true>>(ob);
+                T* o = out + row_major<S>::offset(ob.idx);
                 if constexpr (std::is_same_v<T, F>) {
                     simd::transpose<DV, QL, QL, DV>(ot, o);
                 } else {

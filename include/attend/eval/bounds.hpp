@@ -86,40 +86,39 @@ interval combine(Op, interval c, interval a, interval b) {  // where
 // The range of `e` over the box (positions of rank R).
 template <class E, std::size_t R>
 interval bounds(const E& e, const box<R>& b) {
-    if constexpr (requires { e.value; }) {  // scalar
+    if constexpr (is_kind<E, kind::scalar>) {
         return {double(e.value), double(e.value)};
-    } else if constexpr (requires { typename E::rule_op; }) {
-        return std::apply([&](const auto&... a) { return combine(typename E::rule_op{}, bounds(a, b)...); }, e.args);
-    } else if constexpr (requires { typename E::cast_to; }) {
+    } else if constexpr (is_kind<E, kind::map>) {
+        return std::apply([&](const auto&... a) { return combine(typename E::rule_op{}, bounds(a, b)...); }, e.children());
+    } else if constexpr (is_kind<E, kind::cast>) {
         const interval a = bounds(e.arg, b);
         if constexpr (std::is_same_v<typename E::cast_to, bool>) return truth(a.lo > 0 || a.hi < 0, a.lo == 0 && a.hi == 0);
         else if constexpr (std::is_integral_v<typename E::cast_to>) return {std::trunc(a.lo), std::trunc(a.hi)};
         else return a;
-    } else if constexpr (requires { E::axis; } && !requires { e.arg; }) {  // iota
+    } else if constexpr (is_kind<E, kind::iota>) {
         using S = typename E::shape_type;
         constexpr std::size_t ax = R - S::rank + E::axis;
         if constexpr (S::extents[E::axis] == 1) return {0, 0};
         else return {double(b.lo[ax]), double(b.hi[ax])};
-    } else if constexpr (std::is_same_v<typename E::value_type, bool>) {
-        return {0, 1};
+    } else if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::tile>) {  // any value of the type
+        if constexpr (std::is_same_v<typename E::value_type, bool>) return interval{0, 1};
+        else return anything;
     } else {
-        return anything;
+        static_assert(unhandled_kind<E>, "attend internal: bounds: a planned node inside a score tree");
     }
 }
 
 // Index-only expressions: made of iota and scalars (their value is known from the position).
 template <class E>
 constexpr bool index_only() {
-    if constexpr (requires { E::value; } || (requires { E::axis; } && !requires { E::arg; })) return true;
-    else if constexpr (requires { typename E::rule_op; })
-        return []<class... A>(std::tuple<A...>*) { return (index_only<A>() && ...); }(static_cast<decltype(E::args)*>(nullptr));
-    else if constexpr (requires { typename E::cast_to; }) return index_only<decltype(E::arg)>();
+    if constexpr (is_kind<E, kind::scalar> || is_kind<E, kind::iota>) return true;
+    else if constexpr (category_of<E> == category::elementwise) return all_children<E>([]<class C>() { return index_only<C>(); });
     else return false;
 }
 
 template <class E>
 inline constexpr bool is_index_where = [] {
-    if constexpr (requires { typename E::rule_op; }) {
+    if constexpr (is_kind<E, kind::map>) {
         if constexpr (std::is_same_v<typename E::rule_op, op::where>)
             return index_only<std::tuple_element_t<0, decltype(E::args)>>();
         else
@@ -134,10 +133,8 @@ template <class E, std::size_t R>
 bool index_conditions_never(const E& e, const box<R>& b) {
     if constexpr (is_index_where<E>) {
         return bounds(std::get<0>(e.args), b).hi == 0 && index_conditions_never(std::get<2>(e.args), b);
-    } else if constexpr (requires { typename E::rule_op; }) {
-        return std::apply([&](const auto&... a) { return (index_conditions_never(a, b) && ...); }, e.args);
-    } else if constexpr (requires { typename E::cast_to; }) {
-        return index_conditions_never(e.arg, b);
+    } else if constexpr (category_of<E> == category::elementwise) {
+        return std::apply([&](const auto&... a) { return (index_conditions_never(a, b) && ...); }, e.children());
     } else {
         return true;
     }
@@ -147,27 +144,15 @@ bool index_conditions_never(const E& e, const box<R>& b) {
 // whose index masks keep everything evaluates (no mask work).
 template <class E>
 auto without_index_masks(const E& e) {
-    if constexpr (is_index_where<E>) {
-        return without_index_masks(std::get<2>(e.args));
-    } else if constexpr (requires { typename E::rule_op; }) {
-        return std::apply(
-            [](const auto&... a) {
-                return map<typename E::rule_op, decltype(without_index_masks(a))...>{{}, {without_index_masks(a)...}};
-            },
-            e.args);
-    } else if constexpr (requires { typename E::cast_to; }) {
-        return cast_node<typename E::cast_to, decltype(without_index_masks(e.arg))>{{}, without_index_masks(e.arg)};
-    } else {
-        return e;
-    }
+    if constexpr (is_index_where<E>) return without_index_masks(std::get<2>(e.args));
+    else if constexpr (category_of<E> == category::elementwise) return rebuild_with(e, [](const auto& c) { return without_index_masks(c); });
+    else return e;
 }
 
 template <class E>
 constexpr bool has_index_where() {
     if constexpr (is_index_where<E>) return true;
-    else if constexpr (requires { typename E::rule_op; })
-        return []<class... A>(std::tuple<A...>*) { return (has_index_where<A>() || ...); }(static_cast<decltype(E::args)*>(nullptr));
-    else if constexpr (requires { typename E::cast_to; }) return has_index_where<decltype(E::arg)>();
+    else if constexpr (category_of<E> == category::elementwise) return any_child<E>([]<class C>() { return has_index_where<C>(); });
     else return false;
 }
 

@@ -64,23 +64,11 @@ struct tiling {
 // owned tensors read in place.
 template <class Tile, class E>
 auto with_tile(const E& e, const Tile& tile) {
-    if constexpr (requires { E::K; }) {
-        return tile;
-    } else if constexpr (requires { e.tensor; }) {
-        return memory_leaf<typename E::value_type, typename E::shape_type, true, E::strides>{{}, e.data()};
-    } else if constexpr (requires { e.args; }) {
-        return std::apply(
-            [&](const auto&... a) {
-                using Node = map<typename E::rule_op, decltype(with_tile(a, tile))...>;
-                return Node{{}, {with_tile(a, tile)...}};
-            },
-            e.args);
-    } else if constexpr (requires { typename E::cast_to; }) {
-        using A = decltype(with_tile(e.arg, tile));
-        return cast_node<typename E::cast_to, A>{{}, with_tile(e.arg, tile)};
-    } else {
-        return e;
-    }
+    if constexpr (is_kind<E, kind::matmul>) return tile;
+    else if constexpr (is_kind<E, kind::memory>) return memory_leaf<typename E::value_type, typename E::shape_type, E::strides>{{}, e.data()};
+    else if constexpr (category_of<E> == category::leaf) return e;
+    else if constexpr (category_of<E> == category::elementwise) return rebuild_with(e, [&](const auto& c) { return with_tile(c, tile); });
+    else static_assert(unhandled_kind<E>, "attend internal: with_tile: the epilogue holds a second planned node");
 }
 
 // acc[r][v] += sum over k of A[r][k] * B[k][v lanes], with A[r][k] at a[r * lda + k * ka] and
@@ -104,22 +92,13 @@ inline void micro_kernel(const F* a, std::size_t lda, std::size_t ka, const F* b
     }
 }
 
-// Offset of position p in a memory leaf read at output rank R (broadcast axes read stride 0).
-template <class Leaf, std::size_t R>
-constexpr std::size_t leaf_offset(const nd_pos<R>& p) noexcept {
-    constexpr auto st = shapes::broadcast_strides<R>(Leaf::shape_type::extents, Leaf::strides);
-    std::size_t off = 0;
-    for (std::size_t k = 0; k < R; ++k) off += p.idx[k] * st[k];
-    return off;
-}
-
 // Element (row, col) of the matrix of a memory leaf at batch position p, and its row stride.
 template <class Leaf, std::size_t R>
 inline auto matrix_at(const Leaf& leaf, nd_pos<R> p, std::size_t row, std::size_t col) noexcept {
     p.idx[R - 2] = row;
     p.idx[R - 1] = col;
-    constexpr std::size_t ld = shapes::broadcast_strides<R>(Leaf::shape_type::extents, Leaf::strides)[R - 2];
-    return std::pair{leaf.data() + leaf_offset<Leaf>(p), ld};
+    constexpr std::size_t ld = Leaf::layout::template strides_at<R>[R - 2];
+    return std::pair{leaf.data() + Leaf::layout::offset(p.idx), ld};
 }
 
 // A memory leaf of the compute type whose axis `Axis` (from the end) is contiguous can be read
@@ -182,7 +161,49 @@ struct contraction_items {
 #pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
 #endif
 
-// One work item: output rows [m0, m1) of column block j0 of matrix `batch`.
+// Packs B[k0 .. k0+kc, j0 .. j0+NR) of the matrix at batch position p into `panel` (rows NR
+// apart), evaluating the operand lane by lane and zero-padding past ncols.
+template <class B, std::size_t NR, class F, class Bop, std::size_t R>
+inline void pack_b(const Bop& b, nd_pos<R> p, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t ncols, F* panel) {
+    constexpr std::size_t W = simd::lanes<B>;
+    for (std::size_t k = 0; k < kc; ++k) {
+        p.idx[R - 2] = k0 + k;
+        F* dst = panel + k * NR;
+        std::size_t c = 0;
+        for (; c + W <= ncols; c += W) {
+            p.idx[R - 1] = j0 + c;
+            read<B>(b, p).store_aligned(dst + c);
+        }
+        for (; c < ncols; ++c) {
+            p.idx[R - 1] = j0 + c;
+            dst[c] = read<F>(b, p);
+        }
+        for (; c < NR; ++c) dst[c] = F(0);
+    }
+}
+
+// Packs A[i0 .. i0+rows, k0 .. k0+kc) along k into `block` (rows LDA apart).
+template <class B, std::size_t LDA, class F, class Aop, std::size_t R>
+inline void pack_a(const Aop& a, nd_pos<R> p, std::size_t i0, std::size_t rows, std::size_t k0, std::size_t kc, F* block) {
+    constexpr std::size_t W = simd::lanes<B>;
+    for (std::size_t r = 0; r < rows; ++r) {
+        p.idx[R - 2] = i0 + r;
+        std::size_t k = 0;
+        for (; k + W <= kc; k += W) {
+            p.idx[R - 1] = k0 + k;
+            read<B>(a, p).store_aligned(block + r * LDA + k);
+        }
+        for (; k < kc; ++k) {
+            p.idx[R - 1] = k0 + k;
+            block[r * LDA + k] = read<F>(a, p);
+        }
+    }
+}
+
+// One work item: output rows [m0, m1) of column block j0 of matrix `batch`. Over several k
+// blocks the partial sums stay in the item's own buffer, never in `out`: the output is written
+// once, by the last block, so an epilogue may read the destination at the tile's own positions
+// (`x = matmul(h, w) + x`) and an integer destination never holds a partial sum.
 template <class Arch, class S, class T, bool Plain, class A, class Bop, class Finish>
 void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::size_t item) {
     using MM = matmul_node<A, Bop>;
@@ -201,6 +222,7 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
     alignas(64) F bpanel[b_may_pack ? KC * NR : 1];
     alignas(64) F ablock[direct_a ? 1 : MR * LDA];
     alignas(64) F ctile[MR * NR];
+    alignas(64) F cpart[KC < K ? MC * NR : 1];  // partial sums between k blocks
     const std::size_t batch = item / (blocks * panels);
     const std::size_t j0 = item / panels % blocks * NR, ncols = std::min(NR, N - j0);
     const std::size_t m0 = item % panels * MC, m1 = std::min(M, m0 + MC);
@@ -209,59 +231,28 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
         const std::size_t kc = std::min(KC, K - k0);
         const F* bp = bpanel;
         std::size_t ldb = NR;
-        if constexpr (b_may_read) {
+        if constexpr (b_may_read)
             if (b_in_place) std::tie(bp, ldb) = matrix_at(mm.b, p, k0, j0);
-        }
-        if constexpr (b_may_pack) {
-            if (!b_in_place) {
-                // Pack B[k0 .. k0+kc, j0 .. j0+NR), zero-padded past N.
-                for (std::size_t k = 0; k < kc; ++k) {
-                    p.idx[R - 2] = k0 + k;
-                    F* dst = bpanel + k * NR;
-                    std::size_t c = 0;
-                    for (; c + W <= ncols; c += W) {
-                        p.idx[R - 1] = j0 + c;
-                        read<B>(mm.b, p).store_aligned(dst + c);
-                    }
-                    for (; c < ncols; ++c) {
-                        p.idx[R - 1] = j0 + c;
-                        dst[c] = read<F>(mm.b, p);
-                    }
-                    for (; c < NR; ++c) dst[c] = F(0);
-                }
-            }
-        }
-        const bool first = k0 == 0, last = k0 + kc == K;
+        if constexpr (b_may_pack)
+            if (!b_in_place) pack_b<B, NR>(mm.b, p, k0, kc, j0, ncols, bpanel);
+        const bool first = KC == K || k0 == 0, last = KC == K || k0 + kc == K;
         auto rows = [&]<std::size_t MRows>(std::size_t i0) {
             const F* ap = ablock;
             std::size_t lda = LDA;
-            if constexpr (direct_a) {
-                std::tie(ap, lda) = matrix_at(mm.a, p, i0, k0);
-            } else {  // pack A[i0 .. i0+MRows, k0 .. k0+kc) along k
-                for (std::size_t r = 0; r < MRows; ++r) {
-                    p.idx[R - 2] = i0 + r;
-                    std::size_t k = 0;
-                    for (; k + W <= kc; k += W) {
-                        p.idx[R - 1] = k0 + k;
-                        read<B>(mm.a, p).store_aligned(ablock + r * LDA + k);
-                    }
-                    for (; k < kc; ++k) {
-                        p.idx[R - 1] = k0 + k;
-                        ablock[r * LDA + k] = read<F>(mm.a, p);
-                    }
-                }
-            }
+            if constexpr (direct_a) std::tie(ap, lda) = matrix_at(mm.a, p, i0, k0);
+            else pack_a<B, LDA>(mm.a, p, i0, MRows, k0, kc, ablock);
+            F* const part = cpart + (KC < K ? (i0 - m0) * NR : 0);
             B acc[MRows][NV];
-            for (auto& row : acc)
-                for (auto& v : row) v = B(F(0));
+            for (std::size_t r = 0; r < MRows; ++r)
+                for (std::size_t v = 0; v < NV; ++v) acc[r][v] = first ? B(F(0)) : B::load_aligned(part + r * NR + v * W);
             micro_kernel<B, MRows, NV, (KC == K ? K : 0)>(ap, lda, 1, bp, ldb, kc, acc);
             p.idx[R - 2] = i0;
             p.idx[R - 1] = j0;
-            if constexpr (Plain && KC == K) {
-                if (ncols == NR) {  // whole tile: registers straight to the output
-                    T* o = out + leaf_offset<memory_leaf<T, S, true>>(p);
-                    // Unrolled, so the stores stay stores of registers (g++ otherwise turns
-                    // the loop into a spill plus memcpy).
+            // The stores are unrolled, so they stay stores of registers (g++ otherwise turns the
+            // loops into a spill plus memcpy).
+            if constexpr (Plain) {
+                if (last && ncols == NR) {  // whole tile of a bare matmul: registers straight to the output
+                    T* o = out + row_major<S>::offset(p.idx);
 #pragma GCC unroll 24
                     for (std::size_t r = 0; r < MRows; ++r)
 #pragma GCC unroll 4
@@ -269,11 +260,12 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
                     return;
                 }
             }
+            F* const to = last ? ctile : part;
 #pragma GCC unroll 24
             for (std::size_t r = 0; r < MRows; ++r)
 #pragma GCC unroll 4
-                for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
-            finish(p, ctile, NR, MRows, ncols, first, last);
+                for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(to + r * NR + v * W);
+            if (last) finish(p, ctile, NR, MRows, ncols);
         };
         std::size_t i0 = m0;
         for (; i0 + MR <= m1; i0 += MR) rows.template operator()<MR>(i0);
@@ -294,27 +286,22 @@ void contract(const matmul_node<A, Bop>& mm, T* out, Finish&& finish) {
                  [&](std::size_t item) { contract_item<Arch, S, T, Plain>(mm, out, finish, item); });
 }
 
-// Writes tile rows [r][0 .. ncols) to `out` at position p (row stride N), adding the partial
-// sums already there unless this is the first k block, and applying `epi` on the last.
+// Writes tile rows [r][0 .. ncols) to `out` at position p (row stride N), through the epilogue
+// tree `epi` when there is one.
 template <class Arch, class S, class T, class F, class Epi>
-inline void finish_tile(T* out, const nd_pos<S::rank>& p, F* tile, std::size_t ld, std::size_t rows,
-                        std::size_t ncols, bool first, bool last, const Epi* epi) {
+inline void finish_tile(T* out, const nd_pos<S::rank>& p, const F* tile, std::size_t ld, std::size_t rows,
+                        std::size_t ncols, const Epi* epi) {
     using B = simd::batch<F, Arch>;
     constexpr std::size_t R = S::rank, W = simd::lanes<B>, N = S::extents[R - 1];
-    const std::size_t base = leaf_offset<memory_leaf<T, S, true>>(p);
+    const std::size_t base = row_major<S>::offset(p.idx);
     for (std::size_t r = 0; r < rows; ++r) {
         T* o = out + base + r * N;
-        F* t = tile + r * ld;
-        if (!first) {  // continue the sum of earlier k blocks, kept in `out`
-            std::size_t c = 0;
-            for (; c + W <= ncols; c += W) (simd::load<B>(t + c) + simd::load<B>(o + c)).store_unaligned(t + c);
-            for (; c < ncols; ++c) t[c] += static_cast<F>(o[c]);
-        }
-        if (!last || epi == nullptr) {
+        const F* t = tile + r * ld;
+        if constexpr (std::is_same_v<Epi, void>) {
             std::size_t c = 0;
             for (; c + W <= ncols; c += W) simd::store(o + c, simd::load<B>(t + c));
             for (; c < ncols; ++c) o[c] = static_cast<T>(t[c]);
-        } else if constexpr (!std::is_same_v<Epi, void>) {
+        } else {
             nd_pos<R> q = p;
             q.idx[R - 2] += r;
             std::size_t c = 0;
@@ -333,39 +320,35 @@ inline void finish_tile(T* out, const nd_pos<S::rank>& p, F* tile, std::size_t l
 #pragma GCC diagnostic pop
 #endif
 
-// How many contractions, reductions, softmaxes and views of computed operands a tree holds.
+// How many planned nodes (contractions, reductions, softmaxes, views of computed operands) a
+// tree holds outside other planned nodes.
 template <class E>
 constexpr std::size_t count_materialised() {
-    if constexpr (is_elementwise_leaf<E>) return 0;
-    else if constexpr (requires { typename E::rule_op; })
-        return []<class... A>(std::tuple<A...>*) { return (std::size_t{0} + ... + count_materialised<A>()); }(
-            static_cast<decltype(E::args)*>(nullptr));
-    else if constexpr (requires { typename E::cast_to; }) return count_materialised<decltype(E::arg)>();
+    if constexpr (category_of<E> == category::leaf) return 0;
+    else if constexpr (category_of<E> == category::elementwise) return sum_children<E>([]<class C>() { return count_materialised<C>(); });
     else return 1;
 }
 
 template <class E>
 constexpr bool holds_matmul() {
-    if constexpr (requires { E::K; }) return true;
-    else if constexpr (requires { typename E::rule_op; })
-        return []<class... A>(std::tuple<A...>*) { return (holds_matmul<A>() || ...); }(static_cast<decltype(E::args)*>(nullptr));
-    else if constexpr (requires { typename E::cast_to; }) return holds_matmul<decltype(E::arg)>();
+    if constexpr (is_kind<E, kind::matmul>) return true;
+    else if constexpr (category_of<E> == category::elementwise) return any_child<E>([]<class C>() { return holds_matmul<C>(); });
     else return false;
 }
 
+// The matmul of a tree that holds one (holds_matmul), under elementwise nodes.
 template <class E>
 const auto& find_matmul(const E& e) {
-    if constexpr (requires { E::K; }) {
+    if constexpr (is_kind<E, kind::matmul>) {
         return e;
-    } else if constexpr (requires { typename E::cast_to; }) {
-        return find_matmul(e.arg);
     } else {
-        constexpr std::size_t i = []<class... A>(std::tuple<A...>*) {
+        static_assert(category_of<E> == category::elementwise, "attend internal: find_matmul: no matmul here");
+        constexpr std::size_t i = []<class... C>(type_list<C...>) {
             std::size_t k = 0, found = 0;
-            ((holds_matmul<A>() ? (found = k, ++k) : ++k), ...);
+            ((holds_matmul<C>() ? (found = k, ++k) : ++k), ...);
             return found;
-        }(static_cast<decltype(E::args)*>(nullptr));
-        return find_matmul(std::get<i>(e.args));
+        }(child_types<E>{});
+        return find_matmul(std::get<i>(e.children()));
     }
 }
 
@@ -387,15 +370,14 @@ void evaluate_contraction(T* out, const E& tree) {
             using MM = matmul_node<std::remove_cvref_t<decltype(a)>, std::remove_cvref_t<decltype(b)>>;
             using F = compute_t<MM, floating_or_double<T>>;
             const MM mm{{}, a, b};
-            constexpr bool plain = requires { E::K; } && std::is_same_v<T, F>;
-            contract<Arch, S, T, plain>(mm, out, [&](const auto& p, F* tile, std::size_t ld, std::size_t rows,
-                                                    std::size_t ncols, bool first, bool last) {
+            constexpr bool plain = is_kind<E, kind::matmul> && std::is_same_v<T, F>;
+            contract<Arch, S, T, plain>(mm, out, [&](const auto& p, const F* tile, std::size_t ld, std::size_t rows, std::size_t ncols) {
                 if constexpr (plain) {
-                    finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, static_cast<const void*>(nullptr));
+                    finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, static_cast<const void*>(nullptr));
                 } else {  // the epilogue tree over this tile (a few pointers, so work items stay independent)
                     const tile_cursor<F> cursor{tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
                     const auto epi = with_tile(tree, tile_leaf<F, S, false>{{}, &cursor});
-                    finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, first, last, &epi);
+                    finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, &epi);
                 }
             });
         });

@@ -23,7 +23,7 @@ inline void run_elementwise(T* out, const E& e) noexcept {
     using B = simd::batch<F, Arch>;
     constexpr std::size_t W = simd::lanes<B>;
 
-    if constexpr (dense_in<E, S>::value) {
+    if constexpr (dense_in<E, S>()) {
         // Chunks of 16 Ki elements (a multiple of every vector width) are the parallel work items.
         constexpr std::size_t N = S::size, NV = N / W * W, CH = 16384, chunks = (NV + CH - 1) / CH;
         parallel_for(chunks, N >= (std::size_t{1} << 18), [&](std::size_t c) {

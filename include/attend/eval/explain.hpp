@@ -7,61 +7,16 @@
 #include <type_traits>
 
 #include "assign.hpp"
+#include "plan.hpp"
 
 namespace attend {
-
-enum class plan {
-    attention,      // the fused online-softmax nest: no score matrix in memory
-    elementwise,    // one SIMD loop over the output
-    contraction,    // the register-blocked matmul kernel, prologue in packing, epilogue per tile
-    reduction,      // a reduction loop nest straight into the output
-    softmax,        // the softmax loop nest (over a planned operand, in place)
-    materialising,  // non-elementwise subtrees into temporaries, then one elementwise loop
-};
 
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
 
-template <class E, class S>
-constexpr plan plan_for() {
-    if constexpr (attention_plan<E, S>) return plan::attention;
-    else if constexpr (contraction_plan<E, S>) return plan::contraction;
-    else if constexpr (direct_plan<E, S> && requires { E::arg; } && requires { E::axis; }) {
-        if constexpr (std::is_same_v<E, softmax_node<E::axis, std::remove_cvref_t<decltype(E::arg)>>>) return plan::softmax;
-        else return plan::reduction;
-    } else if constexpr (is_elementwise<E>) return plan::elementwise;
-    else return plan::materialising;
-}
-
 template <class Op>
 constexpr const char* op_name() {
-    using namespace op;
-    if constexpr (std::is_same_v<Op, add>) return "add";
-    else if constexpr (std::is_same_v<Op, sub>) return "sub";
-    else if constexpr (std::is_same_v<Op, mul>) return "mul";
-    else if constexpr (std::is_same_v<Op, div>) return "div";
-    else if constexpr (std::is_same_v<Op, op::maximum>) return "maximum";
-    else if constexpr (std::is_same_v<Op, op::minimum>) return "minimum";
-    else if constexpr (std::is_same_v<Op, neg>) return "neg";
-    else if constexpr (std::is_same_v<Op, op::abs>) return "abs";
-    else if constexpr (std::is_same_v<Op, op::exp>) return "exp";
-    else if constexpr (std::is_same_v<Op, op::log>) return "log";
-    else if constexpr (std::is_same_v<Op, op::sqrt>) return "sqrt";
-    else if constexpr (std::is_same_v<Op, op::tanh>) return "tanh";
-    else if constexpr (std::is_same_v<Op, less>) return "less";
-    else if constexpr (std::is_same_v<Op, less_equal>) return "less_equal";
-    else if constexpr (std::is_same_v<Op, greater>) return "greater";
-    else if constexpr (std::is_same_v<Op, greater_equal>) return "greater_equal";
-    else if constexpr (std::is_same_v<Op, equal>) return "equal";
-    else if constexpr (std::is_same_v<Op, not_equal>) return "not_equal";
-    else if constexpr (std::is_same_v<Op, logical_and>) return "and";
-    else if constexpr (std::is_same_v<Op, logical_or>) return "or";
-    else if constexpr (std::is_same_v<Op, logical_not>) return "not";
-    else if constexpr (std::is_same_v<Op, op::where>) return "where";
-    else if constexpr (std::is_same_v<Op, op::sum>) return "sum";
-    else if constexpr (std::is_same_v<Op, op::max>) return "max";
-    else if constexpr (std::is_same_v<Op, op::argmax>) return "argmax";
-    else return "op";
+    return Op::name;
 }
 
 template <class T>
@@ -82,45 +37,48 @@ std::string extents_text() {
 
 // One line of text per tree, prefix notation.
 template <class E>
+std::string describe();
+
+template <class E>
+std::string describe_children(std::string head) {
+    return [&]<class... C>(type_list<C...>) {
+        std::size_t k = 0;
+        ((head += (k++ ? ", " : "") + describe<C>()), ...);
+        return head + ")";
+    }(child_types<E>{});
+}
+
+template <class E>
 std::string describe() {
     using S = typename E::shape_type;
-    if constexpr (is_memory_leaf<E>) {
-        std::string s = std::string(requires { std::declval<E>().tensor; } ? "owned " : "") + "tensor<" +
-                        type_name<typename E::value_type>() + ">" + extents_text<S>();
+    if constexpr (is_kind<E, kind::memory>) {
+        std::string s = std::string(E::owning ? "owned " : "") + "tensor<" + type_name<typename E::value_type>() + ">" + extents_text<S>();
         if constexpr (!is_row_major<E>) {
             s += " strides (";
             for (std::size_t k = 0; k < S::rank; ++k) s += (k ? ", " : "") + std::to_string(E::strides[k]);
             s += ")";
         }
         return s;
-    } else if constexpr (requires { std::declval<E>().value; }) {
+    } else if constexpr (is_kind<E, kind::scalar>) {
         return std::string("scalar<") + type_name<typename E::value_type>() + ">";
-    } else if constexpr (requires { std::declval<E>().at; }) {
+    } else if constexpr (is_kind<E, kind::tile>) {
         return "tile";
-    } else if constexpr (requires { typename E::rule_op; }) {
-        return []<class... A>(std::tuple<A...>*) {
-            std::string s = std::string(op_name<typename E::rule_op>()) + "(";
-            std::size_t k = 0;
-            ((s += (k++ ? ", " : "") + describe<A>()), ...);
-            return s + ")";
-        }(static_cast<decltype(E::args)*>(nullptr));
-    } else if constexpr (requires { typename E::cast_to; }) {
-        return std::string("cast<") + type_name<typename E::cast_to>() + ">(" + describe<decltype(E::arg)>() + ")";
-    } else if constexpr (requires { typename E::view; }) {
-        return "view" + extents_text<S>() + "(" + describe<decltype(E::arg)>() + ")";
-    } else if constexpr (requires { E::K; }) {
-        return std::string(attention_plan<E, S> ? "fused_attention:" : "") + "matmul(" + describe<decltype(E::a)>() + ", " +
-               describe<decltype(E::b)>() + ")";
-    } else if constexpr (requires { E::arg; } && requires { E::axis; }) {
-        if constexpr (std::is_same_v<E, softmax_node<E::axis, std::remove_cvref_t<decltype(E::arg)>>>)
-            return "softmax<" + std::to_string(E::axis) + ">(" + describe<decltype(E::arg)>() + ")";
-        else
-            return std::string(op_name<typename E::reduce_op>()) + "<" + std::to_string(E::axis) + ">(" +
-                   describe<decltype(E::arg)>() + ")";
-    } else if constexpr (requires { E::axis; }) {
+    } else if constexpr (is_kind<E, kind::iota>) {
         return "iota<" + std::to_string(E::axis) + ">" + extents_text<S>();
+    } else if constexpr (is_kind<E, kind::map>) {
+        return describe_children<E>(std::string(op_name<typename E::rule_op>()) + "(");
+    } else if constexpr (is_kind<E, kind::cast>) {
+        return describe_children<E>(std::string("cast<") + type_name<typename E::cast_to>() + ">(");
+    } else if constexpr (is_kind<E, kind::view>) {
+        return describe_children<E>("view" + extents_text<S>() + "(");
+    } else if constexpr (is_kind<E, kind::matmul>) {
+        return describe_children<E>(std::string(attention_plan<E, S> ? "fused_attention:" : "") + "matmul(");
+    } else if constexpr (is_kind<E, kind::softmax>) {
+        return describe_children<E>("softmax<" + std::to_string(E::axis) + ">(");
+    } else if constexpr (is_kind<E, kind::reduce>) {
+        return describe_children<E>(std::string(op_name<typename E::reduce_op>()) + "<" + std::to_string(E::axis) + ">(");
     } else {
-        return "?";
+        static_assert(unhandled_kind<E>, "attend internal: describe: unknown node kind");
     }
 }
 
@@ -180,7 +138,7 @@ std::string explain(const E& e) {
             s += operand.template operator()<B, true>("B", "");
         else
             s += operand.template operator()<B, false>("B", "packed in panels");
-        if constexpr (!requires { L::K; }) s += "  epilogue per finished tile: " + detail::describe<L>() + "\n";
+        if constexpr (!is_kind<L, kind::matmul>) s += "  epilogue per finished tile: " + detail::describe<L>() + "\n";
     } else if constexpr (p == plan::softmax || p == plan::reduction) {
         s += std::string("plan: ") + (p == plan::softmax ? "softmax" : "reduction") + " loop nest into the output: " +
              detail::describe<L>() + "\n";

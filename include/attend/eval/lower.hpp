@@ -40,19 +40,17 @@ struct temp_buffer<T, N, false> {
 
 // Nodes the elementwise loop can read directly.
 template <class E>
-inline constexpr bool is_elementwise_leaf = is_memory_leaf<E>;
-template <class S>
-inline constexpr bool is_elementwise_leaf<scalar_leaf<S>> = true;
-template <std::size_t Axis, class S>
-inline constexpr bool is_elementwise_leaf<iota_leaf<Axis, S>> = true;
+inline constexpr bool is_elementwise_leaf = category_of<E> == category::leaf;
 
 // Whether a tree is elementwise all the way down (nothing to materialise).
 template <class E>
-inline constexpr bool is_elementwise = is_elementwise_leaf<E>;
-template <class Op, class... A>
-inline constexpr bool is_elementwise<map<Op, A...>> = (is_elementwise<A> && ...);
-template <class U, class A>
-inline constexpr bool is_elementwise<cast_node<U, A>> = is_elementwise<A>;
+constexpr bool elementwise_tree() {
+    if constexpr (category_of<E> == category::leaf) return true;
+    else if constexpr (category_of<E> == category::elementwise) return all_children<E>([]<class C>() { return elementwise_tree<C>(); });
+    else return false;
+}
+template <class E>
+inline constexpr bool is_elementwise = elementwise_tree<E>();
 
 // Node-specific loop nests, defined in reduce.hpp and contract.hpp. Each writes the node's
 // values, row-major, to `out`, which no leaf of the node overlaps.
@@ -88,29 +86,26 @@ decltype(auto) materialise(const E& e, K&& k) {
     using S = typename E::shape_type;
     temp_buffer<T, S::size> buffer;
     run_plan<Arch, S>(buffer.data(), e);  // the subtree gets its own best plan (attention, contraction, ...)
-    return k(memory_leaf<T, S, true>{{}, buffer.data()});
+    return k(memory_leaf<T, S>{{}, buffer.data()});
 }
 
 template <class Arch, class E, class K>
 decltype(auto) lower(const E& e, K&& k) {
     if constexpr (is_elementwise<E>) {
         return k(e);
-    } else if constexpr (requires { e.args; }) {
-        return lower_each<Arch, 0>(e.args, [&](auto&&... a) -> decltype(auto) {
-            using Node = map<typename E::rule_op, std::remove_cvref_t<decltype(a)>...>;
-            return k(Node{{}, {std::forward<decltype(a)>(a)...}});
+    } else if constexpr (category_of<E> == category::elementwise) {
+        return lower_each<Arch, 0>(e.children(), [&](auto&&... a) -> decltype(auto) {
+            return k(E::rebuild(std::forward<decltype(a)>(a)...));
         });
-    } else if constexpr (requires { typename E::cast_to; }) {
-        return lower<Arch>(e.arg, [&](auto&& a) -> decltype(auto) {
-            return k(cast_node<typename E::cast_to, std::remove_cvref_t<decltype(a)>>{{}, std::forward<decltype(a)>(a)});
-        });
-    } else if constexpr (requires { typename E::view; }) {
+    } else if constexpr (is_kind<E, kind::view>) {
         // View of a computed operand: materialise the operand, then view the buffer as a leaf.
         return materialise<Arch>(e.arg, [&](const auto& leaf) -> decltype(auto) {
             return lower<Arch>(view_of<typename E::view>(leaf), k);
         });
-    } else {
+    } else if constexpr (category_of<E> == category::planned) {
         return materialise<Arch>(e, k);
+    } else {
+        static_assert(unhandled_kind<E>, "attend internal: lower: unknown node kind");
     }
 }
 

@@ -103,13 +103,12 @@ inline auto read(const Leaf& leaf, const Pos& p) noexcept {
     if constexpr (is_flat<Pos>) {
         return load_lanes<B>(leaf.data() + p.off);
     } else {
-        constexpr std::size_t R = std::tuple_size_v<decltype(p.idx)>, L = Pos::lane;
-        constexpr auto st = shapes::broadcast_strides<R>(Leaf::shape_type::extents, Leaf::strides);
-        std::size_t off = 0;
-        for (std::size_t k = 0; k < R; ++k) off += p.idx[k] * st[k];
-        if constexpr (st[L] == 0) return splat_lanes<B>(leaf.data()[off]);
-        else if constexpr (st[L] == 1) return load_lanes<B>(leaf.data() + off);
-        else return gather_lanes<B, st[L]>(leaf.data() + off);
+        constexpr std::size_t R = std::tuple_size_v<decltype(p.idx)>;
+        constexpr std::size_t lane_stride = Leaf::layout::template strides_at<R>[Pos::lane];
+        const auto* at = leaf.data() + Leaf::layout::offset(p.idx);
+        if constexpr (lane_stride == 0) return splat_lanes<B>(*at);
+        else if constexpr (lane_stride == 1) return load_lanes<B>(at);
+        else return gather_lanes<B, lane_stride>(at);
     }
 }
 
@@ -137,7 +136,8 @@ struct tile_cursor {
 };
 
 template <class F, class S, bool Transposed>
-struct tile_leaf : expr_base {
+struct tile_leaf : leaf_node {
+    using kind = kind::tile;
     using value_type = F;
     using shape_type = S;
     static constexpr bool weak = false;
@@ -237,42 +237,13 @@ inline auto read(const cast_node<U, A>& node, const Pos& p) noexcept {
 
 // Every leaf is read at the output's own flat offset: no broadcasting, no index leaves.
 template <class E, class S>
-struct dense_in {
-    static constexpr bool value = E::shape_type::size == S::size && is_row_major<E>;  // memory leaves
-};
-template <std::size_t Axis, class IS, class S>
-struct dense_in<iota_leaf<Axis, IS>, S> {
-    static constexpr bool value = false;
-};
-template <class Op, class... A, class S>
-struct dense_in<map<Op, A...>, S> {
-    static constexpr bool value = (dense_in<A, S>::value && ...);
-};
-template <class U, class A, class S>
-struct dense_in<cast_node<U, A>, S> {
-    static constexpr bool value = dense_in<A, S>::value;
-};
-template <class T, class S>
-struct dense_in<scalar_leaf<T>, S> {
-    static constexpr bool value = true;
-};
-
-// Visit the leaves that read memory (aliasing analysis): those the elementwise loop reads, or
-// with Deep, every leaf of the tree, including those under reductions and contractions.
-template <bool Deep, class E, class F>
-inline void for_each_memory_leaf(const E& e, F&& f) {
-    if constexpr (is_memory_leaf<E>) {
-        f(e);
-    } else if constexpr (requires { e.args; }) {
-        std::apply([&](const auto&... a) { (for_each_memory_leaf<Deep>(a, f), ...); }, e.args);
-    } else if constexpr (requires { typename E::cast_to; }) {
-        for_each_memory_leaf<Deep>(e.arg, f);
-    } else if constexpr (Deep && requires { e.arg; }) {
-        for_each_memory_leaf<Deep>(e.arg, f);
-    } else if constexpr (Deep && requires { e.b; }) {
-        for_each_memory_leaf<Deep>(e.a, f);
-        for_each_memory_leaf<Deep>(e.b, f);
-    }
+constexpr bool dense_in() {
+    if constexpr (is_kind<E, kind::memory>) return E::shape_type::size == S::size && is_row_major<E>;
+    else if constexpr (is_kind<E, kind::scalar>) return true;
+    else if constexpr (is_kind<E, kind::iota> || is_kind<E, kind::tile>) return false;
+    else if constexpr (category_of<E> == category::elementwise)
+        return all_children<E>([]<class C>() { return dense_in<C, S>(); });
+    else static_assert(unhandled_kind<E>, "attend internal: dense_in: not an elementwise tree");
 }
 
 }  // namespace detail

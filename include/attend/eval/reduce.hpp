@@ -182,7 +182,7 @@ void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
         // Scores that need a plan of their own (a contraction and its epilogue, say) are computed
         // straight into the output, and softmax runs over them in place.
         run_plan<Arch, S>(out, node.arg);
-        evaluate_node<Arch>(out, softmax_node<Axis, memory_leaf<T, S, true>>{{}, {{}, out}});
+        evaluate_node<Arch>(out, softmax_node<Axis, memory_leaf<T, S>>{{}, {{}, out}});
         return;
     }
     lower<Arch>(node.arg, [&](const auto& arg) {

@@ -15,7 +15,8 @@
 namespace attend {
 
 template <std::size_t Axis, class S>
-struct iota_leaf : expr_base {
+struct iota_leaf : leaf_node {
+    using kind = kind::iota;
     using value_type = std::int64_t;
     using shape_type = S;
     static constexpr std::size_t axis = Axis;

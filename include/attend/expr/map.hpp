@@ -29,6 +29,7 @@ struct broadcast_all<S, T, R...> : broadcast_all<broadcast_t<S, T>, R...> {};
 
 template <class Op, class... A>
 struct map : expr_base {
+    using kind = kind::map;
     using rule_op = Op;
     using rule = result<Op, A...>;
     using value_type = typename rule::type;
@@ -36,17 +37,30 @@ struct map : expr_base {
     static constexpr bool weak = rule::weak;
     static constexpr int precision = std::max({types::precision_of<value_type, weak>, A::precision...});
     std::tuple<A...> args;
+    constexpr auto children() const noexcept {
+        return std::apply([](const A&... a) { return std::tie(a...); }, args);
+    }
+    template <class... C>
+    static constexpr auto rebuild(C&&... c) {
+        return map<Op, std::remove_cvref_t<C>...>{{}, {std::forward<C>(c)...}};
+    }
 };
 
 // cast<U>(a): conversion to U; the operand is computed in its own precision.
 template <class U, class A>
 struct cast_node : expr_base {
+    using kind = kind::cast;
     using cast_to = U;
     using value_type = U;
     using shape_type = typename A::shape_type;
     static constexpr bool weak = false;
     static constexpr int precision = types::precision_of<U, false>;
     A arg;
+    constexpr auto children() const noexcept { return std::tie(arg); }
+    template <class C>
+    static constexpr auto rebuild(C&& c) {
+        return cast_node<U, std::remove_cvref_t<C>>{{}, std::forward<C>(c)};
+    }
 };
 
 namespace detail {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -41,6 +42,7 @@ constexpr auto matmul_extents() {
 
 template <class A, class B>
 struct matmul_node : expr_base {
+    using kind = kind::matmul;
     using rule = result<op::matmul, A, B>;
     using value_type = typename rule::type;
     using shape_type = shapes::shape_of<detail::matmul_extents<typename A::shape_type, typename B::shape_type>()>;
@@ -51,6 +53,11 @@ struct matmul_node : expr_base {
     static constexpr std::size_t N = B::shape_type::extents[B::shape_type::rank - 1];
     A a;
     B b;
+    constexpr auto children() const noexcept { return std::tie(a, b); }
+    template <class CA, class CB>
+    static constexpr auto rebuild(CA&& ca, CB&& cb) {
+        return matmul_node<std::remove_cvref_t<CA>, std::remove_cvref_t<CB>>{{}, std::forward<CA>(ca), std::forward<CB>(cb)};
+    }
 };
 
 // matmul(a, b): (..., M, K) x (..., K, N) -> (..., M, N).

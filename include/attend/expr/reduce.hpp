@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -17,10 +18,10 @@
 namespace attend {
 
 namespace op {
-struct sum {};
-struct max {};
-struct argmax {};
-struct softmax {};
+struct sum { static constexpr const char* name = "sum"; };
+struct max { static constexpr const char* name = "max"; };
+struct argmax { static constexpr const char* name = "argmax"; };
+struct softmax { static constexpr const char* name = "softmax"; };
 }  // namespace op
 
 namespace detail {
@@ -36,6 +37,7 @@ constexpr std::array<std::size_t, S::rank> keep_one(std::array<std::size_t, S::r
 
 template <class Op, std::size_t Axis, class A>
 struct reduce_node : expr_base {
+    using kind = kind::reduce;
     using reduce_op = Op;
     using value_type = std::conditional_t<std::is_same_v<Op, op::argmax>, std::int64_t, typename A::value_type>;
     using shape_type = shapes::shape_of<detail::keep_one<typename A::shape_type, Axis>(A::shape_type::extents)>;
@@ -43,10 +45,16 @@ struct reduce_node : expr_base {
     static constexpr bool weak = !std::is_same_v<Op, op::argmax> && A::weak;
     static constexpr int precision = std::is_same_v<Op, op::argmax> ? 0 : A::precision;
     A arg;
+    constexpr auto children() const noexcept { return std::tie(arg); }
+    template <class C>
+    static constexpr auto rebuild(C&& c) {
+        return reduce_node<Op, Axis, std::remove_cvref_t<C>>{{}, std::forward<C>(c)};
+    }
 };
 
 template <std::size_t Axis, class A>
 struct softmax_node : expr_base {
+    using kind = kind::softmax;
     using softmax_of = A;
     using value_type = typename A::value_type;
     using shape_type = typename A::shape_type;
@@ -54,6 +62,11 @@ struct softmax_node : expr_base {
     static constexpr bool weak = A::weak;
     static constexpr int precision = A::precision;
     A arg;
+    constexpr auto children() const noexcept { return std::tie(arg); }
+    template <class C>
+    static constexpr auto rebuild(C&& c) {
+        return softmax_node<Axis, std::remove_cvref_t<C>>{{}, std::forward<C>(c)};
+    }
 };
 
 namespace detail {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <tuple>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -48,12 +49,18 @@ struct reshaping {
 
 template <class View, class A>
 struct view_node : expr_base {
+    using kind = kind::view;
     using view = View;
     using value_type = typename A::value_type;
     using shape_type = typename View::template shape<typename A::shape_type>;
     static constexpr bool weak = A::weak;
     static constexpr int precision = A::precision;
     A arg;
+    constexpr auto children() const noexcept { return std::tie(arg); }
+    template <class C>
+    static constexpr auto rebuild(C&& c) {
+        return view_node<View, std::remove_cvref_t<C>>{{}, std::forward<C>(c)};
+    }
 };
 
 namespace detail {
@@ -68,10 +75,10 @@ constexpr auto view_of(L&& leaf) {
     }();
     if constexpr (keeps) {
         constexpr auto st = View::template strides<typename Leaf::shape_type, Leaf::strides>;
-        if constexpr (requires { leaf.tensor; })
+        if constexpr (Leaf::owning)
             return owning_leaf<decltype(leaf.tensor), S, st>{{}, std::forward<L>(leaf).tensor};
         else
-            return memory_leaf<typename Leaf::value_type, S, leaf_owned<Leaf>, st>{{}, leaf.ptr};
+            return memory_leaf<typename Leaf::value_type, S, st>{{}, leaf.ptr};
     } else {
         return view_node<View, Leaf>{{}, std::forward<L>(leaf)};
     }

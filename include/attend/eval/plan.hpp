@@ -1,0 +1,52 @@
+// attend/eval/plan.hpp — the planner: which loop nest evaluates a tree assigned to a shape.
+// The one copy of that choice; `run_plan` runs it and `explain` reports it.
+#pragma once
+
+#include <type_traits>
+
+#include "attention.hpp"
+#include "contract.hpp"
+#include "elementwise.hpp"
+#include "lower.hpp"
+#include "reduce.hpp"
+
+namespace attend {
+
+enum class plan {
+    attention,      // the fused online-softmax nest: no score matrix in memory
+    elementwise,    // one SIMD loop over the output
+    contraction,    // the register-blocked matmul kernel, prologue in packing, epilogue per tile
+    reduction,      // a reduction loop nest straight into the output
+    softmax,        // the softmax loop nest (over a planned operand, in place)
+    materialising,  // planned subtrees into temporaries, then one elementwise loop
+};
+
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+// The plan for tree E assigned to shape S (decided from the types alone).
+template <class E, class S>
+constexpr plan plan_for() {
+    constexpr bool own_shape = std::is_same_v<typename E::shape_type, S>;
+    if constexpr (attention_plan<E, S>) return plan::attention;
+    else if constexpr (contraction_plan<E, S>) return plan::contraction;
+    else if constexpr (is_elementwise<E>) return plan::elementwise;
+    else if constexpr (own_shape && is_kind<E, kind::softmax>) return plan::softmax;
+    else if constexpr (own_shape && is_kind<E, kind::reduce>) return plan::reduction;
+    else return plan::materialising;
+}
+
+// Evaluates E into `out` of shape S by its plan; `out` overlaps nothing the plan reads unsafely
+// (alias.hpp decides, assign.hpp makes it so).
+template <class Arch, class S, class T, class E>
+void run_plan(T* out, const E& e) {
+    constexpr plan p = plan_for<E, S>();
+    if constexpr (p == plan::attention) evaluate_attention<Arch, S>(out, e);
+    else if constexpr (p == plan::contraction) evaluate_contraction<Arch, S>(out, e);
+    else if constexpr (p == plan::softmax || p == plan::reduction) evaluate_node<Arch>(out, e);
+    else lower<Arch>(e, [&](const auto& flat) { run_elementwise<Arch, S>(out, flat); });
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend
