@@ -2,7 +2,8 @@
 # MODE (good|bad).
 #   good: the file compiles without ATTEND_FAIL.
 #   bad:  with -DATTEND_FAIL it fails; the first error is a static assertion; every
-#         `// expect: text` line of the source appears in the diagnostics.
+#         `// expect: text` line of the source appears in the diagnostics; with `// errors: N`
+#         the compiler printed exactly N errors.
 set(args -std=c++20 -fsyntax-only ${FLAGS})
 # The first 40 lines of the diagnostics, for the failure messages (by positions, not lists:
 # diagnostics contain `;` and `[`).
@@ -60,4 +61,14 @@ foreach(line IN LISTS expectations)
     message(FATAL_ERROR "expected text not in the diagnostics: '${text}'\n--- diagnostics ---\n${head}")
   endif()
 endforeach()
+# `// errors: N`: exactly N errors (a failed check must not cascade into others).
+file(STRINGS ${SOURCE} counts REGEX "^// errors: [0-9]+")
+if(counts)
+  string(REGEX REPLACE "^// errors: ([0-9]+).*" "\\1" want "${counts}")
+  string(REGEX MATCHALL "error: " found "${err}")
+  list(LENGTH found got)
+  if(NOT got EQUAL want)
+    message(FATAL_ERROR "expected ${want} error(s), the compiler printed ${got}\n--- diagnostics ---\n${head}")
+  endif()
+endif()
 message(STATUS "first error: ${first}")

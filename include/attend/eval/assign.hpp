@@ -60,15 +60,17 @@ void run_plan_via_temporary(T* out, const E& node) {
 template <class Arch, class Op, class S, class T, class E>
 void assign(T* out, E&& expr) {
     using L = operand_t<E>;
-    static_assert(check::assignable<Op, S, typename L::shape_type>::ok,
-                  "attend: assignment: the right side's shape does not broadcast to the destination's shape");
-    static_assert(check::element_types<Op, T, typename L::value_type, types::assignable<T, L>>::ok,
-                  "attend: assignment: element types differ (float <-> double and floating -> integer need "
-                  "attend::cast; bool goes only into bool)");
-    if constexpr (check::assignable<Op, S, typename L::shape_type>::ok && types::assignable<T, L>) {
-        const L node = operand(std::forward<E>(expr));
-        if (must_use_temporary<S>(out, node)) run_plan_via_temporary<Arch, S>(out, node);
-        else run_plan<Arch, S>(out, node);
+    if constexpr (!any_invalid<L>) {  // else the failed operation has reported its error
+        static_assert(check::assignable<Op, S, typename L::shape_type>::ok,
+                      "attend: assignment: the right side's shape does not broadcast to the destination's shape");
+        static_assert(check::element_types<Op, T, typename L::value_type, types::assignable<T, L>>::ok,
+                      "attend: assignment: element types differ (float <-> double and floating -> integer need "
+                      "attend::cast; bool goes only into bool)");
+        if constexpr (check::assignable<Op, S, typename L::shape_type>::ok && types::assignable<T, L>) {
+            const L node = operand(std::forward<E>(expr));
+            if (must_use_temporary<S>(out, node)) run_plan_via_temporary<Arch, S>(out, node);
+            else run_plan<Arch, S>(out, node);
+        }
     }
 }
 

@@ -30,12 +30,13 @@ struct attention_shapes {
 }  // namespace check
 
 namespace detail {
-// Returns auto so that the check is instantiated at the call, before the body builds matmuls.
+// The shape check, asserted once; the caller builds nothing when it fails.
 template <class Q, class K, class V>
-constexpr auto check_attention() {
+constexpr bool check_attention() {
+    constexpr bool ok = check::attention_shapes<op::attention, shape_t<operand_t<Q>>, shape_t<operand_t<K>>, shape_t<operand_t<V>>>::ok;
     static_assert(check::attention_shapes<op::attention, shape_t<operand_t<Q>>, shape_t<operand_t<K>>, shape_t<operand_t<V>>>::ok,
                   "attend: scaled_dot_product_attention: needs Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV)");
-    return true;
+    return ok;
 }
 
 template <class Q>
@@ -49,20 +50,30 @@ inline double inverse_sqrt_dk() {
 template <class Q, class K, class V>
     requires expression<Q> && expression<K> && expression<V>
 auto scaled_dot_product_attention(Q&& q, K&& k, V&& v) {
-    detail::check_attention<Q, K, V>();
-    const double scale = detail::inverse_sqrt_dk<Q>();
-    return matmul(softmax(matmul(std::forward<Q>(q), transpose(std::forward<K>(k))) * scale), std::forward<V>(v));
+    if constexpr (any_invalid<operand_t<Q>, operand_t<K>, operand_t<V>>) {
+        return invalid_expr{};
+    } else if constexpr (!detail::check_attention<Q, K, V>()) {
+        return invalid_expr{};
+    } else {
+        const double scale = detail::inverse_sqrt_dk<Q>();
+        return matmul(softmax(matmul(std::forward<Q>(q), transpose(std::forward<K>(k))) * scale), std::forward<V>(v));
+    }
 }
 
 // The same with masked_fill(scores, mask, -inf): a true mask entry means the key is ignored.
 template <class Q, class K, class V, class M>
     requires expression<Q> && expression<K> && expression<V> && expression<M>
 auto scaled_dot_product_attention(Q&& q, K&& k, V&& v, M&& mask) {
-    detail::check_attention<Q, K, V>();
-    const double scale = detail::inverse_sqrt_dk<Q>();
-    return matmul(softmax(masked_fill(matmul(std::forward<Q>(q), transpose(std::forward<K>(k))) * scale,
-                                      std::forward<M>(mask), -std::numeric_limits<double>::infinity())),
-                  std::forward<V>(v));
+    if constexpr (any_invalid<operand_t<Q>, operand_t<K>, operand_t<V>, operand_t<M>>) {
+        return invalid_expr{};
+    } else if constexpr (!detail::check_attention<Q, K, V>()) {
+        return invalid_expr{};
+    } else {
+        const double scale = detail::inverse_sqrt_dk<Q>();
+        return matmul(softmax(masked_fill(matmul(std::forward<Q>(q), transpose(std::forward<K>(k))) * scale,
+                                          std::forward<M>(mask), -std::numeric_limits<double>::infinity())),
+                      std::forward<V>(v));
+    }
 }
 
 }  // namespace attend

@@ -77,13 +77,20 @@ constexpr auto make_map(X&&... x) {
     constexpr auto function(A&& a, B&& b) {                                                                    \
         using LA = operand_t<A>;                                                                               \
         using LB = operand_t<B>;                                                                               \
-        static_assert(check::broadcast<op::tag, typename LA::shape_type, typename LB::shape_type>::ok,         \
-                      "attend: " text ": shapes do not broadcast");                                            \
-        static_assert(check::element_types<op::tag, typename LA::value_type, typename LB::value_type,          \
-                                           result<op::tag, LA, LB>::ok>::ok,                                   \
-                      "attend: " text ": element types do not combine (float with double needs attend::cast; " \
-                      "bool takes only comparisons and logic)");                                               \
-        return detail::make_map<op::tag>(std::forward<A>(a), std::forward<B>(b));                              \
+        if constexpr (any_invalid<LA, LB>) {                                                                   \
+            return invalid_expr{};                                                                             \
+        } else {                                                                                               \
+            constexpr bool shapes_ok = check::broadcast<op::tag, typename LA::shape_type, typename LB::shape_type>::ok; \
+            constexpr bool types_ok = result<op::tag, LA, LB>::ok;                                             \
+            static_assert(check::broadcast<op::tag, typename LA::shape_type, typename LB::shape_type>::ok,     \
+                          "attend: " text ": shapes do not broadcast");                                        \
+            static_assert(check::element_types<op::tag, typename LA::value_type, typename LB::value_type,      \
+                                               result<op::tag, LA, LB>::ok>::ok,                               \
+                          "attend: " text ": element types do not combine (float with double needs "           \
+                          "attend::cast; bool takes only comparisons and logic)");                             \
+            if constexpr (shapes_ok && types_ok) return detail::make_map<op::tag>(std::forward<A>(a), std::forward<B>(b)); \
+            else return invalid_expr{};                                                                        \
+        }                                                                                                      \
     }
 
 ATTEND_BINARY(operator+, add, "operator+")
@@ -107,10 +114,15 @@ ATTEND_BINARY(operator||, logical_or, "operator||")
         requires expression<A>                                                                                 \
     constexpr auto function(A&& a) {                                                                           \
         using LA = operand_t<A>;                                                                               \
-        static_assert(check::element_types<op::tag, typename LA::value_type, typename LA::value_type,          \
-                                           result<op::tag, LA>::ok>::ok,                                       \
-                      "attend: " text ": element type does not fit (bool takes only logic; logic needs bool)"); \
-        return detail::make_map<op::tag>(std::forward<A>(a));                                                  \
+        if constexpr (any_invalid<LA>) {                                                                       \
+            return invalid_expr{};                                                                             \
+        } else {                                                                                               \
+            static_assert(check::element_types<op::tag, typename LA::value_type, typename LA::value_type,      \
+                                               result<op::tag, LA>::ok>::ok,                                   \
+                          "attend: " text ": element type does not fit (bool takes only logic; logic needs bool)"); \
+            if constexpr (result<op::tag, LA>::ok) return detail::make_map<op::tag>(std::forward<A>(a));       \
+            else return invalid_expr{};                                                                        \
+        }                                                                                                      \
     }
 
 ATTEND_UNARY(operator-, neg, "operator-")
@@ -129,16 +141,24 @@ constexpr auto where(C&& c, A&& a, B&& b) {
     using LC = operand_t<C>;
     using LA = operand_t<A>;
     using LB = operand_t<B>;
-    using SAB = broadcast_t<typename LA::shape_type, typename LB::shape_type>;
-    static_assert(check::broadcast<op::where, typename LA::shape_type, typename LB::shape_type>::ok,
-                  "attend: where: the two branches' shapes do not broadcast");
-    static_assert(check::broadcast<op::where, typename LC::shape_type, SAB>::ok,
-                  "attend: where: the condition's shape does not broadcast with the branches'");
-    static_assert(std::is_same_v<typename LC::value_type, bool>, "attend: where: the condition must be a bool expression");
-    static_assert(check::element_types<op::where, typename LA::value_type, typename LB::value_type,
-                                       result<op::where, LC, LA, LB>::ok>::ok,
-                  "attend: where: the branches' element types do not combine (float with double needs attend::cast)");
-    return detail::make_map<op::where>(std::forward<C>(c), std::forward<A>(a), std::forward<B>(b));
+    if constexpr (any_invalid<LC, LA, LB>) {
+        return invalid_expr{};
+    } else {
+        using SAB = broadcast_t<typename LA::shape_type, typename LB::shape_type>;
+        constexpr bool ok = check::broadcast<op::where, typename LA::shape_type, typename LB::shape_type>::ok &&
+                            check::broadcast<op::where, typename LC::shape_type, SAB>::ok &&
+                            std::is_same_v<typename LC::value_type, bool> && result<op::where, LC, LA, LB>::ok;
+        static_assert(check::broadcast<op::where, typename LA::shape_type, typename LB::shape_type>::ok,
+                      "attend: where: the two branches' shapes do not broadcast");
+        static_assert(check::broadcast<op::where, typename LC::shape_type, SAB>::ok,
+                      "attend: where: the condition's shape does not broadcast with the branches'");
+        static_assert(std::is_same_v<typename LC::value_type, bool>, "attend: where: the condition must be a bool expression");
+        static_assert(check::element_types<op::where, typename LA::value_type, typename LB::value_type,
+                                           result<op::where, LC, LA, LB>::ok>::ok,
+                      "attend: where: the branches' element types do not combine (float with double needs attend::cast)");
+        if constexpr (ok) return detail::make_map<op::where>(std::forward<C>(c), std::forward<A>(a), std::forward<B>(b));
+        else return invalid_expr{};
+    }
 }
 
 // masked_fill(x, mask, value): `value` where mask is true (true = ignore that position), else x.
@@ -152,7 +172,8 @@ template <class U, class A>
     requires expression<A>
 constexpr auto cast(A&& a) {
     static_assert(std::is_arithmetic_v<U>, "attend: cast: the target type must be arithmetic");
-    return cast_node<U, operand_t<A>>{{}, operand(std::forward<A>(a))};
+    if constexpr (any_invalid<operand_t<A>> || !std::is_arithmetic_v<U>) return invalid_expr{};
+    else return cast_node<U, operand_t<A>>{{}, operand(std::forward<A>(a))};
 }
 
 }  // namespace attend

@@ -68,15 +68,20 @@ constexpr auto matmul(A&& a, B&& b) {
     using LB = operand_t<B>;
     using SA = typename LA::shape_type;
     using SB = typename LB::shape_type;
-    static_assert(check::rank_at_least<op::matmul, 2, SA>::ok && check::rank_at_least<op::matmul, 2, SB>::ok,
-                  "attend: matmul: both operands need at least two axes (..., M, K) and (..., K, N)");
-    static_assert(check::contraction<op::matmul, SA, SB>::ok,
-                  "attend: matmul: inner extents differ or batch axes do not broadcast");
-    static_assert(check::element_types<op::matmul, typename LA::value_type, typename LB::value_type,
-                                       result<op::matmul, LA, LB>::ok>::ok,
-                  "attend: matmul: element types do not combine (float with double needs attend::cast)");
-    if constexpr (check::contraction<op::matmul, SA, SB>::ok)
-        return matmul_node<LA, LB>{{}, operand(std::forward<A>(a)), operand(std::forward<B>(b))};
+    if constexpr (any_invalid<LA, LB>) {
+        return invalid_expr{};
+    } else {
+        constexpr bool ok = check::contraction<op::matmul, SA, SB>::ok && result<op::matmul, LA, LB>::ok;
+        static_assert(check::rank_at_least<op::matmul, 2, SA>::ok && check::rank_at_least<op::matmul, 2, SB>::ok,
+                      "attend: matmul: both operands need at least two axes (..., M, K) and (..., K, N)");
+        static_assert(check::contraction<op::matmul, SA, SB>::ok,
+                      "attend: matmul: inner extents differ or batch axes do not broadcast");
+        static_assert(check::element_types<op::matmul, typename LA::value_type, typename LB::value_type,
+                                           result<op::matmul, LA, LB>::ok>::ok,
+                      "attend: matmul: element types do not combine (float with double needs attend::cast)");
+        if constexpr (ok) return matmul_node<LA, LB>{{}, operand(std::forward<A>(a)), operand(std::forward<B>(b))};
+        else return invalid_expr{};
+    }
 }
 
 }  // namespace attend

@@ -55,6 +55,19 @@ struct leaf_node : expr_base {
     static constexpr std::tuple<> children() noexcept { return {}; }
 };
 
+// What an operation that failed its shape or type check returns: an expression that every later
+// operation and assignment accepts silently, so that the check's static_assert is the only error.
+struct invalid_expr : leaf_node {
+    using kind = kind::invalid;
+    using value_type = float;
+    using shape_type = shape<>;
+    static constexpr bool weak = true;
+    static constexpr int precision = 0;
+};
+
+template <class... X>
+inline constexpr bool any_invalid = (std::is_same_v<std::remove_cvref_t<X>, invalid_expr> || ...);
+
 template <class... T>
 struct type_list {};
 

@@ -74,10 +74,17 @@ template <class Op, int Axis, class A>
 constexpr auto make_reduce(A&& a) {
     using L = operand_t<A>;
     using S = typename L::shape_type;
-    constexpr std::size_t ax = axis_index<Axis, S>;
-    static_assert(check::axis_in_range<Op, ax, S>::ok, "attend: reduction: Axis must be an axis of the shape");
-    static_assert(!std::is_same_v<typename L::value_type, bool>, "attend: reduction: reduce a bool mask after cast<int> or cast<float>");
-    if constexpr (check::axis_in_range<Op, ax, S>::ok) return reduce_node<Op, ax, L>{{}, operand(std::forward<A>(a))};
+    if constexpr (any_invalid<L>) {
+        return invalid_expr{};
+    } else {
+        constexpr std::size_t ax = axis_index<Axis, S>;
+        static_assert(check::axis_in_range<Op, ax, S>::ok, "attend: reduction: Axis must be an axis of the shape");
+        static_assert(!std::is_same_v<typename L::value_type, bool>, "attend: reduction: reduce a bool mask after cast<int> or cast<float>");
+        if constexpr (check::axis_in_range<Op, ax, S>::ok && !std::is_same_v<typename L::value_type, bool>)
+            return reduce_node<Op, ax, L>{{}, operand(std::forward<A>(a))};
+        else
+            return invalid_expr{};
+    }
 }
 }  // namespace detail
 
@@ -106,10 +113,17 @@ template <int Axis = -1, class A>
 constexpr auto softmax(A&& a) {
     using L = operand_t<A>;
     using S = typename L::shape_type;
-    constexpr std::size_t ax = detail::axis_index<Axis, S>;
-    static_assert(check::axis_in_range<op::softmax, ax, S>::ok, "attend: softmax: Axis must be an axis of the shape");
-    static_assert(std::is_floating_point_v<typename L::value_type>, "attend: softmax: needs a floating-point expression");
-    if constexpr (check::axis_in_range<op::softmax, ax, S>::ok) return softmax_node<ax, L>{{}, operand(std::forward<A>(a))};
+    if constexpr (any_invalid<L>) {
+        return invalid_expr{};
+    } else {
+        constexpr std::size_t ax = detail::axis_index<Axis, S>;
+        static_assert(check::axis_in_range<op::softmax, ax, S>::ok, "attend: softmax: Axis must be an axis of the shape");
+        static_assert(std::is_floating_point_v<typename L::value_type>, "attend: softmax: needs a floating-point expression");
+        if constexpr (check::axis_in_range<op::softmax, ax, S>::ok && std::is_floating_point_v<typename L::value_type>)
+            return softmax_node<ax, L>{{}, operand(std::forward<A>(a))};
+        else
+            return invalid_expr{};
+    }
 }
 
 }  // namespace attend

@@ -97,10 +97,16 @@ template <std::size_t... I, class A>
     requires expression<A>
 constexpr auto permute(A&& a) {
     using S = shape_t<operand_t<A>>;
-    static_assert(check::permutation<op::permute, S, check::axes<I...>>::ok,
-                  "attend: permute: the axes must list every axis of the shape exactly once");
-    if constexpr (check::permutation<op::permute, S, check::axes<I...>>::ok)
-        return detail::view_of<permutation<I...>>(operand(std::forward<A>(a)));
+    if constexpr (any_invalid<operand_t<A>>) {
+        return invalid_expr{};
+    } else {
+        static_assert(check::permutation<op::permute, S, check::axes<I...>>::ok,
+                      "attend: permute: the axes must list every axis of the shape exactly once");
+        if constexpr (check::permutation<op::permute, S, check::axes<I...>>::ok)
+            return detail::view_of<permutation<I...>>(operand(std::forward<A>(a)));
+        else
+            return invalid_expr{};
+    }
 }
 
 // transpose(a): the last two axes swapped.
@@ -108,10 +114,16 @@ template <class A>
     requires expression<A>
 constexpr auto transpose(A&& a) {
     using S = shape_t<operand_t<A>>;
-    static_assert(check::rank_at_least<op::transpose, 2, S>::ok, "attend: transpose: needs at least two axes");
-    if constexpr (S::rank >= 2)
-        return detail::view_of<typename detail::swap_last<std::make_index_sequence<S::rank - 2>, S::rank>::type>(
-            operand(std::forward<A>(a)));
+    if constexpr (any_invalid<operand_t<A>>) {
+        return invalid_expr{};
+    } else {
+        static_assert(check::rank_at_least<op::transpose, 2, S>::ok, "attend: transpose: needs at least two axes");
+        if constexpr (S::rank >= 2)
+            return detail::view_of<typename detail::swap_last<std::make_index_sequence<S::rank - 2>, S::rank>::type>(
+                operand(std::forward<A>(a)));
+        else
+            return invalid_expr{};
+    }
 }
 
 // reshape<D...>(a): the same elements in row-major order, with extents D...
@@ -119,10 +131,17 @@ template <std::size_t... D, class A>
     requires expression<A>
 constexpr auto reshape(A&& a) {
     using S = shape_t<operand_t<A>>;
-    static_assert(check::extents_positive<D...>::ok, "attend: reshape: every extent must be at least 1");
-    static_assert(check::same_size<op::reshape, S, shape<D...>>::ok,
-                  "attend: reshape: the new shape must have the same number of elements");
-    return detail::view_of<reshaping<D...>>(operand(std::forward<A>(a)));
+    if constexpr (any_invalid<operand_t<A>>) {
+        return invalid_expr{};
+    } else {
+        static_assert(check::extents_positive<D...>::ok, "attend: reshape: every extent must be at least 1");
+        static_assert(check::same_size<op::reshape, S, shape<D...>>::ok,
+                      "attend: reshape: the new shape must have the same number of elements");
+        if constexpr (check::extents_positive<D...>::ok && check::same_size<op::reshape, S, shape<D...>>::ok)
+            return detail::view_of<reshaping<D...>>(operand(std::forward<A>(a)));
+        else
+            return invalid_expr{};
+    }
 }
 
 // The same views with the shape or the axes given as types, for code that computes them:
