@@ -93,6 +93,76 @@ struct arg_best {
     }
 };
 
+// argmax of one row along the last axis (lanes along the row): the first index of the maximum.
+template <class B, std::size_t n, class Arg, std::size_t R>
+inline simd::value_t<B> argmax_row(const Arg& arg, nd_pos<R> p) {
+    using F = simd::value_t<B>;
+    constexpr std::size_t W = simd::lanes<B>, NV = n / W * W;
+    arg_best<B> vec;
+    for (std::size_t j = 0; j < NV; j += W) {
+        p.idx[R - 1] = j;
+        vec.take(read<B>(arg, p), simd::lane_index<B>(j));
+    }
+    arg_best<F> best;
+    if constexpr (NV > 0) {
+        alignas(64) F v[W], i[W];
+        vec.value.store_aligned(v);
+        vec.index.store_aligned(i);
+        for (std::size_t l = 0; l < W; ++l) {  // ties: the smaller index
+            const bool tie = v[l] == best.value || (v[l] != v[l] && best.value != best.value);
+            if (best.any && tie && i[l] < best.index) best.index = i[l];
+            else best.take(v[l], i[l]);
+        }
+    }
+    for (std::size_t j = NV; j < n; ++j) {
+        p.idx[R - 1] = j;
+        best.take(read<F>(arg, p), F(j));
+    }
+    return best.index;
+}
+
+// sum or max of one row along the last axis (lanes along the row, one horizontal step).
+template <class Op, class B, std::size_t n, class Arg, std::size_t R>
+inline simd::value_t<B> reduce_row(const Arg& arg, nd_pos<R> p) {
+    using F = simd::value_t<B>;
+    constexpr std::size_t NV = n / simd::lanes<B> * simd::lanes<B>;
+    const B acc = fold_row<B, n>(
+        reducer<Op>::template identity<B>(),
+        [&](std::size_t j) {
+            p.idx[R - 1] = j;
+            return read<B>(arg, p);
+        },
+        [](const B& a, const B& b) { return reducer<Op>::combine(a, b); });
+    F s = reducer<Op>::horizontal(acc);
+    for (std::size_t j = NV; j < n; ++j) {
+        p.idx[R - 1] = j;
+        s = reducer<Op>::combine(s, read<F>(arg, p));
+    }
+    return s;
+}
+
+// The reduction of the lanes at column j along axis Axis (an outer loop), stored at `to`.
+template <class Op, class V, std::size_t Axis, std::size_t n, class Arg, std::size_t R, class T>
+inline void reduce_column(const Arg& arg, nd_pos<R> p, T* to) {
+    if constexpr (std::is_same_v<Op, op::argmax>) {
+        arg_best<V> best;
+        for (std::size_t k = 0; k < n; ++k) {
+            p.idx[Axis] = k;
+            best.take(read<V>(arg, p), simd::splat<V>(k));
+        }
+        simd::store(to, best.index);
+    } else {
+        V acc = reducer<Op>::template identity<V>();
+        for (std::size_t k = 0; k < n; ++k) {
+            p.idx[Axis] = k;
+            acc = reducer<Op>::combine(acc, read<V>(arg, p));
+        }
+        simd::store(to, acc);
+    }
+}
+
+// Along the last axis the lanes run along the reduced axis; along any other they run along
+// the last axis and the reduced axis is an outer loop.
 template <class Arch, class T, class Op, std::size_t Axis, class A>
 void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
     using S = typename A::shape_type;
@@ -100,71 +170,22 @@ void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
         using F = compute_t<std::remove_cvref_t<decltype(arg)>, floating_or_double<T>>;
         using B = simd::batch<F, Arch>;
         constexpr std::size_t W = simd::lanes<B>, R = S::rank, n = S::extents[Axis];
-        if constexpr (Axis == R - 1) {  // lanes along the reduced axis
-            constexpr std::size_t NV = n / W * W;
+        if constexpr (Axis == R - 1) {
             for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) {
-                if constexpr (std::is_same_v<Op, op::argmax>) {
-                    arg_best<B> vec;
-                    for (std::size_t j = 0; j < NV; j += W) {
-                        p.idx[R - 1] = j;
-                        vec.take(read<B>(arg, p), simd::lane_index<B>(j));
-                    }
-                    arg_best<F> best;
-                    if constexpr (NV > 0) {
-                        alignas(64) F v[W], i[W];
-                        vec.value.store_aligned(v);
-                        vec.index.store_aligned(i);
-                        for (std::size_t l = 0; l < W; ++l) {  // ties: the smaller index
-                            const bool tie = v[l] == best.value || (v[l] != v[l] && best.value != best.value);
-                            if (best.any && tie && i[l] < best.index) best.index = i[l];
-                            else best.take(v[l], i[l]);
-                        }
-                    }
-                    for (std::size_t j = NV; j < n; ++j) {
-                        p.idx[R - 1] = j;
-                        best.take(read<F>(arg, p), F(j));
-                    }
-                    out[base] = static_cast<T>(best.index);
-                } else {
-                    const B acc = fold_row<B, n>(
-                        reducer<Op>::template identity<B>(),
-                        [&](std::size_t j) {
-                            p.idx[R - 1] = j;
-                            return read<B>(arg, p);
-                        },
-                        [](const B& a, const B& b) { return reducer<Op>::combine(a, b); });
-                    F s = reducer<Op>::horizontal(acc);
-                    for (std::size_t j = NV; j < n; ++j) {
-                        p.idx[R - 1] = j;
-                        s = reducer<Op>::combine(s, read<F>(arg, p));
-                    }
-                    out[base] = static_cast<T>(s);
-                }
+                if constexpr (std::is_same_v<Op, op::argmax>) out[base] = static_cast<T>(argmax_row<B, n>(arg, p));
+                else out[base] = static_cast<T>(reduce_row<Op, B, n>(arg, p));
             });
-        } else {  // lanes along the last axis, the reduced axis an outer loop
+        } else {
             constexpr std::size_t inner = S::extents[R - 1], NV = inner / W * W;
             for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) {
-                auto column = [&]<class V>(std::size_t j) {
+                for (std::size_t j = 0; j < NV; j += W) {
                     p.idx[R - 1] = j;
-                    if constexpr (std::is_same_v<Op, op::argmax>) {
-                        arg_best<V> best;
-                        for (std::size_t k = 0; k < n; ++k) {
-                            p.idx[Axis] = k;
-                            best.take(read<V>(arg, p), simd::splat<V>(k));
-                        }
-                        simd::store(out + base + j, best.index);
-                    } else {
-                        V acc = reducer<Op>::template identity<V>();
-                        for (std::size_t k = 0; k < n; ++k) {
-                            p.idx[Axis] = k;
-                            acc = reducer<Op>::combine(acc, read<V>(arg, p));
-                        }
-                        simd::store(out + base + j, acc);
-                    }
-                    p.idx[Axis] = 0;
-                };
-                for (std::size_t j = 0; j < NV; j += W) column.template operator()<B>(j);
-                for (std::size_t j = NV; j < inner; ++j) column.template operator()<F>(j);
+                    reduce_column<Op, B, Axis, n>(arg, p, out + base + j);
+                }
+                for (std::size_t j = NV; j < inner; ++j) {
+                    p.idx[R - 1] = j;
+                    reduce_column<Op, F, Axis, n>(arg, p, out + base + j);
+                }
             });
         }
     });
@@ -175,6 +196,74 @@ void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
 // exp(x - max) is taken as 2^(t/8) with t = fma(x, 8 log2(e), -8 log2(e) max), as in the
 // attention nest (simd::exp_shifted): the shift is part of the fma and the exponential is
 // 5 operations on the FMA pipes instead of 10.
+template <class V>
+inline V softmax_shift(const V& m) {  // the shift in units of 8 log2(e), 0 for an all -inf slice
+    using F = simd::value_t<V>;
+    return simd::select<V>(m == V(-std::numeric_limits<F>::infinity()), V(0), m * V(simd::log2e_x8<F>));
+}
+template <class V>
+inline V softmax_scale(const V& s) {  // 1 / sum, 0 for an all -inf slice
+    return simd::select<V>(s == V(0), V(0), V(1) / s);
+}
+
+// One row along the last axis (lanes along the row), written to `row`.
+template <class B, std::size_t n, class Arg, std::size_t R, class T>
+inline void softmax_row(const Arg& arg, nd_pos<R> p, T* row) {
+    using F = simd::value_t<B>;
+    constexpr std::size_t W = simd::lanes<B>, NV = n / W * W;
+    auto lanes = [&](std::size_t j) {
+        p.idx[R - 1] = j;
+        return read<B>(arg, p);
+    };
+    const B mv = fold_row<B, n>(simd::splat<B>(-std::numeric_limits<F>::infinity()), lanes,
+                                [](const B& a, const B& b) { return simd::maximum(a, b); });
+    F m = simd::reduce_max(mv);
+    for (std::size_t j = NV; j < n; ++j) {
+        p.idx[R - 1] = j;
+        m = simd::maximum(m, read<F>(arg, p));
+    }
+    const F shift = softmax_shift(m);
+    const B sv = fold_row<B, n>(
+        simd::splat<B>(0),
+        [&](std::size_t j) {
+            const B e = simd::exp_shifted(lanes(j), B(shift));
+            simd::store(row + j, e);
+            return e;
+        },
+        [](const B& a, const B& b) { return a + b; });
+    F s = simd::reduce_add(sv);
+    for (std::size_t j = NV; j < n; ++j) {
+        p.idx[R - 1] = j;
+        const F e = simd::exp_shifted(read<F>(arg, p), shift);
+        row[j] = static_cast<T>(e);
+        s += e;
+    }
+    const F scale = softmax_scale(s);
+    for (std::size_t j = 0; j < NV; j += W) simd::store(row + j, simd::load<B>(row + j) * B(scale));
+    for (std::size_t j = NV; j < n; ++j) row[j] = static_cast<T>(row[j] * scale);
+}
+
+// The lanes at p along axis Axis (an outer loop, `stride` apart in the output from `first`).
+template <class V, std::size_t Axis, std::size_t n, std::size_t stride, class Arg, std::size_t R, class T>
+inline void softmax_column(const Arg& arg, nd_pos<R> p, T* first) {
+    using F = simd::value_t<V>;
+    V m = simd::splat<V>(-std::numeric_limits<F>::infinity());
+    for (std::size_t k = 0; k < n; ++k) {
+        p.idx[Axis] = k;
+        m = simd::maximum(m, read<V>(arg, p));
+    }
+    const V shift = softmax_shift(m);
+    V s = simd::splat<V>(0);
+    for (std::size_t k = 0; k < n; ++k) {
+        p.idx[Axis] = k;
+        const V e = simd::exp_shifted(read<V>(arg, p), shift);
+        simd::store(first + k * stride, e);
+        s = s + e;
+    }
+    const V scale = softmax_scale(s);
+    for (std::size_t k = 0; k < n; ++k) simd::store(first + k * stride, simd::load<V>(first + k * stride) * scale);
+}
+
 template <class Arch, class T, std::size_t Axis, class A>
 void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
     using S = typename A::shape_type;
@@ -190,79 +279,20 @@ void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
         using B = simd::batch<F, Arch>;
         constexpr std::size_t W = simd::lanes<B>, R = S::rank, n = S::extents[Axis];
         constexpr auto st = shapes::strides(S::extents);
-        constexpr F ninf = -std::numeric_limits<F>::infinity();
-        // The shift in units of 8 log2(e), rounded once.
-        auto shift_of = [](auto m) {
-            using V = decltype(m);
-            return simd::select<V>(m == V(ninf), V(0), m * V(simd::log2e_x8<F>));
-        };
-        auto scale_of = [](auto s) { return simd::select<decltype(s)>(s == decltype(s)(0), decltype(s)(0), decltype(s)(1) / s); };
         if constexpr (Axis == R - 1) {
-            constexpr std::size_t NV = n / W * W;
-            for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) {
-                T* row = out + base * n;
-                const B mv = fold_row<B, n>(
-                    simd::splat<B>(ninf),
-                    [&](std::size_t j) {
-                        p.idx[R - 1] = j;
-                        return read<B>(arg, p);
-                    },
-                    [](const B& a, const B& b) { return simd::maximum(a, b); });
-                F m = simd::reduce_max(mv);
-                for (std::size_t j = NV; j < n; ++j) {
-                    p.idx[R - 1] = j;
-                    m = simd::maximum(m, read<F>(arg, p));
-                }
-                const F shift = shift_of(m);
-                const B sv = fold_row<B, n>(
-                    simd::splat<B>(0),
-                    [&](std::size_t j) {
-                        p.idx[R - 1] = j;
-                        const B e = simd::exp_shifted(read<B>(arg, p), B(shift));
-                        simd::store(row + j, e);
-                        return e;
-                    },
-                    [](const B& a, const B& b) { return a + b; });
-                F s = simd::reduce_add(sv);
-                for (std::size_t j = NV; j < n; ++j) {
-                    p.idx[R - 1] = j;
-                    const F e = simd::exp_shifted(read<F>(arg, p), shift);
-                    row[j] = static_cast<T>(e);
-                    s += e;
-                }
-                const F scale = scale_of(s);
-                for (std::size_t j = 0; j < NV; j += W) simd::store(row + j, simd::load<B>(row + j) * B(scale));
-                for (std::size_t j = NV; j < n; ++j) row[j] = static_cast<T>(row[j] * scale);
-            });
+            for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) { softmax_row<B, n>(arg, p, out + base * n); });
         } else {
             constexpr std::size_t inner = S::extents[R - 1], NV = inner / W * W;
             for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t) {
-                std::size_t first = 0;  // row-major offset of (p with axis Axis = 0) in S
-                for (std::size_t k = 0; k + 1 < R; ++k) first += p.idx[k] * st[k];
-                auto column = [&]<class V>(std::size_t j) {
+                T* const first = out + row_major<S>::offset(p.idx);  // p has axis Axis at 0
+                for (std::size_t j = 0; j < NV; j += W) {
                     p.idx[R - 1] = j;
-                    V m = simd::splat<V>(ninf);
-                    for (std::size_t k = 0; k < n; ++k) {
-                        p.idx[Axis] = k;
-                        m = simd::maximum(m, read<V>(arg, p));
-                    }
-                    const V shift = shift_of(m);
-                    V s = simd::splat<V>(0);
-                    for (std::size_t k = 0; k < n; ++k) {
-                        p.idx[Axis] = k;
-                        const V e = simd::exp_shifted(read<V>(arg, p), shift);
-                        simd::store(out + first + k * st[Axis] + j, e);
-                        s = s + e;
-                    }
-                    const V scale = scale_of(s);
-                    for (std::size_t k = 0; k < n; ++k) {
-                        T* q = out + first + k * st[Axis] + j;
-                        simd::store(q, simd::load<V>(q) * scale);
-                    }
-                    p.idx[Axis] = 0;
-                };
-                for (std::size_t j = 0; j < NV; j += W) column.template operator()<B>(j);
-                for (std::size_t j = NV; j < inner; ++j) column.template operator()<F>(j);
+                    softmax_column<B, Axis, n, st[Axis]>(arg, p, first + j);
+                }
+                for (std::size_t j = NV; j < inner; ++j) {
+                    p.idx[R - 1] = j;
+                    softmax_column<F, Axis, n, st[Axis]>(arg, p, first + j);
+                }
             });
         }
     });
