@@ -73,16 +73,15 @@ inline constexpr bool attention_plan = [] {
     else return false;
 }();
 
-// Tiles from the static shapes and the target's registers (bench/attention): two vectors of
-// queries per tile and key tiles of 48; score accumulators of 12 keys x 2 vectors and output
-// accumulators of 8 value columns x 2 vectors with 32 registers (AVX-512, measured on Zen 4; on
-// Zen 5 key tiles of 32 and 64 were 10-50 % slower, 96 level, 12 value columns 2-4 % slower),
-// 6 x 2 and 6 x 2 with 16 (AVX2, measured on Zen 3).
+// The attention nest's schedule from the static shapes and the target's registers: two vectors
+// of queries per tile, key tiles of 48, and micro-tiles of as many keys (scores) and value
+// columns (output) as leave registers for the broadcasts — 12 and 8 rows of two vectors with 32
+// registers, 6 and 6 with 16. The tile sizes tried and measured: docs/performance.md.
 template <class F, class Arch, std::size_t NQ, std::size_t D, std::size_t DV>
 struct attention_tiling {
     using B = simd::batch<F, Arch>;
     static constexpr std::size_t W = simd::lanes<B>;
-    static constexpr bool wide = sizeof(B) == 64;  // 32 vector registers
+    static constexpr bool wide = simd::vector_registers<Arch> >= 32;
     static constexpr std::size_t NV = NQ >= 2 * W ? 2 : 1, QT = NV * W;  // queries per tile
     static constexpr std::size_t MR = wide ? 12 : 6;                     // keys per micro-tile
     static constexpr std::size_t BN = 48;                                // keys per tile
@@ -347,17 +346,14 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
     constexpr std::size_t QT = G::QT, tiles = NQ / QT, items = tiles + NQ % QT;  // per batch index
     constexpr std::size_t batches = S::size / (NQ * DV);
     constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 20);  // ~2 MFLOP
-    lower<Arch>(scores.a, [&](const auto& q) {
-        lower<Arch>(scores.b, [&](const auto& kt) {
-            lower<Arch>(root.b, [&](const auto& v) {
-                parallel_for(batches * items, worth, [&](std::size_t item) {
-                    const std::size_t batch = item / items, t = items - 1 - item % items;
-                    if (t < tiles)
-                        query_tile<Arch, S, T, F, typename G::B, G::NV>(sc, q, kt, v, out, lse, batch, t * QT);
-                    else
-                        query_tile<Arch, S, T, F, F, 1>(sc, q, kt, v, out, lse, batch, tiles * QT + (t - tiles));
-                });
-            });
+    // Q, K^T and V evaluated first where they are not leaves the nest can read.
+    lower_each<Arch, 0>(std::tie(scores.a, scores.b, root.b), [&](const auto& q, const auto& kt, const auto& v) {
+        parallel_for(batches * items, worth, [&](std::size_t item) {
+            const std::size_t batch = item / items, t = items - 1 - item % items;
+            if (t < tiles)
+                query_tile<Arch, S, T, F, typename G::B, G::NV>(sc, q, kt, v, out, lse, batch, t * QT);
+            else
+                query_tile<Arch, S, T, F, F, 1>(sc, q, kt, v, out, lse, batch, tiles * QT + (t - tiles));
         });
     });
 }

@@ -28,9 +28,10 @@ namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
 
-// Tile geometry for element type F on the target, chosen from the static N: accumulators use
-// MR x NV vector registers (32 on AVX-512, 16 elsewhere), leaving room for B rows and the A
-// broadcast. A narrow output (N at most half a vector) uses half-width vectors, not padding.
+// The contraction's schedule for element type F on the target, from the static M and N
+// (measurements behind each rule: docs/performance.md, "Tuning history"). Accumulators use
+// MR x NV of the target's vector registers, leaving room for B rows and the A broadcast; a
+// narrow output (N at most half a vector) uses half-width vectors rather than padding.
 template <class F, class Arch, std::size_t M, std::size_t N>
 struct tiling {
     static constexpr bool half = sizeof(simd::batch<F, Arch>) == 64 && N * sizeof(F) <= 32;
@@ -40,12 +41,11 @@ struct tiling {
     using B = simd::batch<F, Arch>;
 #endif
     static constexpr std::size_t W = simd::lanes<B>;
-    static constexpr bool wide = sizeof(simd::batch<F, Arch>) == 64;  // 32 vector registers
+    static constexpr bool wide = simd::vector_registers<Arch> >= 32;
     static constexpr std::size_t NV = N > W ? 2 : 1, NR = NV * W;
-    // Rows per register tile: up to 24 / NV accumulators on AVX-512 (12 / NV elsewhere: 6 x 2 ymm
-    // on AVX2 keeps 12 FMAs in flight, 64x64x64 at 93 % of peak on Zen 3 where 4 x 2 gave 64 %).
-    // On AVX-512 a row count that divides M is preferred — a short remainder tile has too few
-    // accumulators to hide the FMA latency; with 16 registers the full tile matters more.
+    // Rows per register tile: enough accumulators (24 with 32 registers, 12 with 16) to hide the
+    // FMA latency; with 32 registers a row count that divides M is preferred, because a short
+    // remainder tile has too few accumulators, while with 16 the full tile matters more.
     static constexpr std::size_t MR = [] {
         const std::size_t most = (wide ? 24 : 12) / NV;
         if (M <= most) return M;
@@ -54,9 +54,8 @@ struct tiling {
             if (M % r == 0) return r;
         return most;
     }();
-    // Depth per k block: a whole K up to KC keeps the sums in registers to the end (several
-    // blocks go through memory between them). 512 on AVX2 (Zen 3: 256x512x512 87 -> 93 % of
-    // peak; the B panel, 512 x 16 floats, is 32 KiB as AVX-512's 256 x 32 is).
+    // Depth per k block: a whole K up to KC keeps the sums in registers to the end; KC makes the
+    // B panel (KC x NR) 32 KiB with either register file.
     static constexpr std::size_t KC = wide ? 256 : 512;
 };
 
@@ -114,16 +113,11 @@ inline constexpr bool in_place = [] {
 }();
 
 // Whether every column block of B can be read in place (memory of the compute type, whole
-// blocks), and whether its rows are far apart enough to be packed anyway on a machine with an
-// 8-way L1: N * sizeof(F) bytes apart a multiple of 2 KiB, or at least 1 KiB over a k block of
-// more than 64 KiB. Such a panel's rows fall into a few L1 sets; on Zen 3 (32 KiB, 8 ways) they
-// came back from L2 for every register tile, by a path whose time varied from call to call, so
-// packing won (means of runs: 256x256x256 389 -> 370 µs, 256x128x256 190 -> 181 µs, 96x256x384
-// 207 -> 203 µs, 512x64x512 387 -> 358 µs) while nearer or shallower rows read in place beat it
-// (64x64x64 5.7 vs 6.1 µs, 128x64x128 22.4 vs 23.3 µs). On Zen 5 (48 KiB, 12 ways) reading in
-// place wins at every shape measured, those included (256x256x256 154 -> 148 µs, 512x64x512
-// 156 -> 150 µs, 128x512x512 320 -> 304 µs, minima of 5 alternating runs), so the choice is made
-// at run time from the L1's ways (machine.hpp); only shapes the rule covers instantiate both.
+// blocks), and whether its rows are so far apart (N * sizeof(F) a multiple of 2 KiB, or 1 KiB
+// over a k block of more than 64 KiB) that they share a few L1 sets: such a panel is packed on an
+// L1 of fewer than 12 ways, where its rows kept coming back from L2, and read in place on wider
+// ones, where that was faster at every shape measured. The ways are read at run time
+// (machine.hpp), because -march=native does not tell such machines apart.
 template <class Bop, class F, std::size_t N, std::size_t NR>
 inline constexpr bool b_in_place_possible = in_place<Bop, F, 0> && N % NR == 0;
 template <class Bop, class F, std::size_t N, std::size_t NR, std::size_t KC>
@@ -365,21 +359,20 @@ inline constexpr bool contraction_plan = [] {
 template <class Arch, class S, class T, class E>
 void evaluate_contraction(T* out, const E& tree) {
     const auto& node = find_matmul(tree);
-    lower<Arch>(node.a, [&](const auto& a) {
-        lower<Arch>(node.b, [&](const auto& b) {
-            using MM = matmul_node<std::remove_cvref_t<decltype(a)>, std::remove_cvref_t<decltype(b)>>;
-            using F = compute_t<MM, floating_or_double<T>>;
-            const MM mm{{}, a, b};
-            constexpr bool plain = is_kind<E, kind::matmul> && std::is_same_v<T, F>;
-            contract<Arch, S, T, plain>(mm, out, [&](const auto& p, const F* tile, std::size_t ld, std::size_t rows, std::size_t ncols) {
-                if constexpr (plain) {
-                    finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, static_cast<const void*>(nullptr));
-                } else {  // the epilogue tree over this tile (a few pointers, so work items stay independent)
-                    const tile_cursor<F> cursor{tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
-                    const auto epi = with_tile(tree, tile_leaf<F, S, false>{{}, &cursor});
-                    finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, &epi);
-                }
-            });
+    // Operands evaluated first where they are planned; prologues stay for the packing.
+    lower_each<Arch, 0>(std::tie(node.a, node.b), [&](const auto& a, const auto& b) {
+        using MM = matmul_node<std::remove_cvref_t<decltype(a)>, std::remove_cvref_t<decltype(b)>>;
+        using F = compute_t<MM, floating_or_double<T>>;
+        const MM mm{{}, a, b};
+        constexpr bool plain = is_kind<E, kind::matmul> && std::is_same_v<T, F>;
+        contract<Arch, S, T, plain>(mm, out, [&](const auto& p, const F* tile, std::size_t ld, std::size_t rows, std::size_t ncols) {
+            if constexpr (plain) {
+                finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, static_cast<const void*>(nullptr));
+            } else {  // the epilogue tree over this tile (a few pointers, so work items stay independent)
+                const tile_cursor<F> cursor{tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
+                const auto epi = with_tile(tree, tile_leaf<F, S, false>{{}, &cursor});
+                finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, &epi);
+            }
         });
     });
 }

@@ -23,14 +23,12 @@ template <class S, std::size_t Skip, class F>
 inline void for_each_row(F&& f) {
     constexpr std::size_t R = S::rank;
     constexpr auto out_ext = keep_one<S, Skip>(S::extents);
-    constexpr auto out_st = shapes::strides(out_ext);
+    using out_layout = row_major<shapes::shape_of<out_ext>>;
     std::size_t rows = 1;
     for (std::size_t k = 0; k + 1 < R; ++k) rows *= out_ext[k];
     nd_pos<R> p{};
     for (std::size_t r = 0; r < rows; ++r) {
-        std::size_t base = 0;
-        for (std::size_t k = 0; k + 1 < R; ++k) base += p.idx[k] * out_st[k];
-        f(p, base);
+        f(p, out_layout::offset(p.idx));  // p's last axis (and axis Skip) at 0
         for (std::size_t k = R - 1; k-- > 0;) {
             if (++p.idx[k] < out_ext[k]) break;
             p.idx[k] = 0;
@@ -278,7 +276,7 @@ void evaluate_node(T* out, const softmax_node<Axis, A>& node) {
         using F = compute_t<std::remove_cvref_t<decltype(arg)>, T>;
         using B = simd::batch<F, Arch>;
         constexpr std::size_t W = simd::lanes<B>, R = S::rank, n = S::extents[Axis];
-        constexpr auto st = shapes::strides(S::extents);
+        constexpr auto st = row_major<S>::strides;
         if constexpr (Axis == R - 1) {
             for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) { softmax_row<B, n>(arg, p, out + base * n); });
         } else {
