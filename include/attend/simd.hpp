@@ -261,6 +261,24 @@ inline B exp(const B& x) noexcept {
     }
 }
 
+// sin and cos: xsimd's (Cody-Waite reduction and minimax polynomials) on batches, std:: on scalars.
+template <class B>
+inline B sin(const B& x) noexcept {
+    if constexpr (is_batch<B>) return xsimd::sin(x);
+    else return std::sin(x);
+}
+template <class B>
+inline B cos(const B& x) noexcept {
+    if constexpr (is_batch<B>) return xsimd::cos(x);
+    else return std::cos(x);
+}
+
+// sigmoid(x) = 1 / (1 + exp(-x)): exp(-x) = inf gives 0, exp(-x) = 0 gives 1, NaN stays NaN.
+template <class B>
+inline B sigmoid(const B& x) noexcept {
+    return B(1) / (B(1) + simd::exp(-x));
+}
+
 // The online softmax's exponential in scaled units: exp2_eighths(t) = 2^(t / 8). With
 // t = fma(s, log2e_x8, -m8), where m8 = m * log2e_x8, that is exp(s - m): the shift and the
 // change of base take one fma, and the reference m8 is kept in these units so that rescaling

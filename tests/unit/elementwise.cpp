@@ -65,6 +65,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(arithmetic_broadcasts, Case, cases) {
     ref::expect_all(attend::eval(exp(a - b) * b + 1), [&](auto& i) { return std::exp(A(i) - B(i)) * B(i) + 1; });
     ref::expect_all(attend::eval(log(b) + sqrt(b) - tanh(a) * abs(a)),
                     [&](auto& i) { return std::log(B(i)) + std::sqrt(B(i)) - std::tanh(A(i)) * std::abs(A(i)); });
+    ref::expect_all(attend::eval(sin(a) + cos(b) * attend::sigmoid(a) - attend::rsqrt(b)), [&](auto& i) {
+        return std::sin(A(i)) + std::cos(B(i)) / (1 + std::exp(-A(i))) - 1 / std::sqrt(B(i));
+    });
 }
 
 BOOST_AUTO_TEST_CASE_TEMPLATE(scalars_on_both_sides, Case, cases) {

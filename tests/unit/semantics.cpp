@@ -87,6 +87,13 @@ BOOST_AUTO_TEST_CASE(ieee_special_values_propagate) {
     tensor<float, 3> z{0, -1, 4};
     ref::expect_all(attend::eval(log(z)), [&](auto& i) { return std::log(ref::at(z, i)); });
     ref::expect_all(attend::eval(sqrt(z)), [&](auto& i) { return std::sqrt(ref::at(z, i)); });
+    // sin, cos, sigmoid, rsqrt on special values, in a vector body and a tail.
+    tensor<float, 19> w{-pinf, pinf, qnan, 0, -0.0, -100, 100, 30, -30, 1e-30, 4, 0.5, -pinf, pinf, qnan, 0, -0.0, -100, 100};
+    auto W = [&](const ref::index& i) { return ref::at(w, i); };
+    ref::expect_all(attend::eval(sin(w)), [&](auto& i) { return std::sin(W(i)); });
+    ref::expect_all(attend::eval(cos(w)), [&](auto& i) { return std::cos(W(i)); });
+    ref::expect_all(attend::eval(attend::sigmoid(w)), [&](auto& i) { return 1 / (1 + std::exp(-W(i))); });
+    ref::expect_all(attend::eval(attend::rsqrt(w)), [&](auto& i) { return 1 / std::sqrt(W(i)); });
 }
 
 BOOST_AUTO_TEST_CASE(assignment_reads_the_old_values) {

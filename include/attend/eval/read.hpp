@@ -166,6 +166,10 @@ template <class X> inline auto apply(op::exp, const X& a) noexcept { return simd
 template <class X> inline auto apply(op::log, const X& a) noexcept { return simd::log(a); }
 template <class X> inline auto apply(op::sqrt, const X& a) noexcept { return simd::sqrt(a); }
 template <class X> inline auto apply(op::tanh, const X& a) noexcept { return simd::tanh(a); }
+template <class X> inline auto apply(op::sin, const X& a) noexcept { return simd::sin(a); }
+template <class X> inline auto apply(op::cos, const X& a) noexcept { return simd::cos(a); }
+template <class X> inline auto apply(op::sigmoid, const X& a) noexcept { return simd::sigmoid(a); }
+template <class X> inline auto apply(op::rsqrt, const X& a) noexcept { return X(1) / simd::sqrt(a); }
 template <class X, class Y> inline auto apply(op::less, const X& a, const Y& b) noexcept { return a < b; }
 template <class X, class Y> inline auto apply(op::less_equal, const X& a, const Y& b) noexcept { return a <= b; }
 template <class X, class Y> inline auto apply(op::greater, const X& a, const Y& b) noexcept { return a > b; }

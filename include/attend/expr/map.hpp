@@ -132,6 +132,10 @@ ATTEND_UNARY(log, log, "log")
 ATTEND_UNARY(sqrt, sqrt, "sqrt")
 ATTEND_UNARY(tanh, tanh, "tanh")
 ATTEND_UNARY(abs, abs, "abs")
+ATTEND_UNARY(sin, sin, "sin")
+ATTEND_UNARY(cos, cos, "cos")
+ATTEND_UNARY(sigmoid, sigmoid, "sigmoid")  // 1 / (1 + exp(-x))
+ATTEND_UNARY(rsqrt, rsqrt, "rsqrt")        // 1 / sqrt(x)
 #undef ATTEND_UNARY
 
 // where(cond, a, b): a where cond is true, else b; all three broadcast together.
