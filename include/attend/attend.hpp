@@ -33,6 +33,7 @@
 #include "expr/matmul.hpp"
 #include "expr/node.hpp"
 #include "expr/reduce.hpp"
+#include "expr/slice.hpp"
 #include "expr/types.hpp"
 #include "expr/view.hpp"
 #include "shape.hpp"

@@ -23,6 +23,9 @@ namespace detail {
 // side were computed first whatever it reads; `Op` names the operation in diagnostics.
 template <class Arch, class Op, class S, class T, class E>
 void assign(T* out, E&& e);
+// The same into memory of layout L (strided: a slice along an inner axis).
+template <class Arch, class Op, class L, class T, class E>
+void assign_strided(T* out, E&& e);
 }  // namespace detail
 }  // namespace ATTEND_ARCH_NAMESPACE
 
@@ -140,6 +143,46 @@ private:
     T* p_;
 };
 
+// A view of memory laid out by L (extents and compile-time strides) at a run-time address: what
+// slice() returns. Readable wherever a tensor is; assignable when T is not const (elements are
+// written through the strides; the view is never rebound).
+template <class T, class L>
+class strided_ref : public expr_base {
+public:
+    using value_type = std::remove_const_t<T>;
+    using shape_type = typename L::shape_type;
+    using layout = L;
+    static constexpr std::size_t rank = shape_type::rank;
+    static constexpr std::size_t size = shape_type::size;
+
+    constexpr explicit strided_ref(T* p) noexcept : p_(p) {}
+    constexpr strided_ref(const strided_ref&) noexcept = default;
+
+    strided_ref& operator=(const strided_ref& other) { return assign_from(other); }
+    template <class E, class Arch = simd::default_arch>
+        requires(expression<E> || scalar<E>)
+    strided_ref& operator=(E&& e) {
+        return assign_from<E, Arch>(static_cast<E&&>(e));
+    }
+
+    template <class... I>
+    constexpr T& operator()(I... i) const noexcept {
+        static_assert(sizeof...(I) == rank, "attend: element access takes one index per axis");
+        return p_[L::offset(std::array<std::size_t, rank>{static_cast<std::size_t>(i)...})];
+    }
+    constexpr T* data() const noexcept { return p_; }
+
+private:
+    template <class E, class Arch = simd::default_arch>
+    strided_ref& assign_from(E&& e) {
+        static_assert(!std::is_const_v<T>, "attend: slice: cannot assign to a view of const elements");
+        if constexpr (!std::is_const_v<T>) detail::assign_strided<Arch, op::assign, L>(p_, static_cast<E&&>(e));
+        return *this;
+    }
+
+    T* p_;
+};
+
 namespace detail {
 template <template <class, std::size_t...> class Storage, class T, class S>
 struct storage_of;
@@ -159,6 +202,11 @@ template <class T>
 inline constexpr bool is_tensor = false;
 template <class T, std::size_t... D>
 inline constexpr bool is_tensor<tensor<T, D...>> = true;
+
+template <class T>
+inline constexpr bool is_strided_ref = false;
+template <class T, class L>
+inline constexpr bool is_strided_ref<strided_ref<T, L>> = true;
 
 template <class T>
 inline constexpr bool is_tensor_ref = false;

@@ -196,4 +196,43 @@ BOOST_AUTO_TEST_CASE(big_tensors_live_off_the_stack) {
     BOOST_TEST(s(1023, 1023) == 1.5f);
 }
 
+// slice (static extent, run-time start) and take (run-time indices) at every edge, against
+// index arithmetic; the out-of-range stops are tested by tests/death.
+BOOST_AUTO_TEST_CASE(slices_and_gathers) {
+    tensor<float, 3, 7, 5> c, c0;  // (heads, capacity, head dim)
+    ref::fill(c, 51);
+    c0 = c;
+    tensor<float, 3, 1, 5> row;
+    ref::fill(row, 52);
+    for (std::size_t pos : {std::size_t{0}, std::size_t{3}, std::size_t{6}}) {  // first, middle, last
+        c = c0;
+        attend::slice<1, 1>(c, pos) = row;  // strided write of one cache row
+        ref::expect_all(c, [&](auto& i) { return i[1] == pos ? ref::at(row, {i[0], 0, i[2]}) : ref::at(c0, i); });
+    }
+    c = c0;
+    for (std::size_t start : {std::size_t{0}, std::size_t{2}, std::size_t{4}}) {  // windows up to the end
+        const tensor<float, 3, 3, 5> w = attend::slice<1, 3>(c, start) * 2;
+        ref::expect_all(w, [&](auto& i) { return 2 * ref::at(c0, {i[0], i[1] + start, i[2]}); });
+    }
+    const tensor<float, 1, 7, 5> head = attend::slice<0, 1>(c, 2);  // contiguous, read through a const view
+    ref::expect_all(head, [&](auto& i) { return ref::at(c0, {2, i[1], i[2]}); });
+    attend::slice<2, 2>(attend::slice<1, 3>(c, 4), 3) = 0.0f;  // a slice of a slice, the last columns
+    ref::expect_all(c, [&](auto& i) { return i[1] >= 4 && i[2] >= 3 ? 0.0 : ref::at(c0, i); });
+    c = c0;
+    attend::slice<1, 6>(c, 1) = attend::slice<1, 6>(c, 0) + 1;  // overlapping shift along a strided axis
+    ref::expect_all(c, [&](auto& i) { return i[1] == 0 ? ref::at(c0, i) : ref::at(c0, {i[0], i[1] - 1, i[2]}) + 1; });
+
+    tensor<float, 9, 4> table;
+    ref::fill(table, 53);
+    const tensor<std::int64_t, 5> ids{8, 0, 8, 3, 0};  // both ends, repeats
+    const tensor<float, 5, 4> e = attend::take<0>(table, ids) * 0.5f + 1;
+    ref::expect_all(e, [&](auto& i) { return 0.5 * ref::at(table, {std::size_t(ids(i[0])), i[1]}) + 1; });
+    const tensor<std::int32_t, 6> cols{3, 2, 1, 0, 0, 3};  // along the lanes: one index per lane
+    const tensor<float, 9, 6> g = attend::take<1>(table, cols);
+    ref::expect_all(g, [&](auto& i) { return ref::at(table, {i[0], std::size_t(cols(i[1]))}); });
+    const tensor<std::int32_t, 1> one{7};  // a single row broadcast over a batch
+    const tensor<float, 3, 1, 4> b = attend::take<0>(table, one) + tensor<float, 3, 1, 1>{};
+    ref::expect_all(b, [&](auto& i) { return ref::at(table, {7, i[2]}); });
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -31,6 +31,9 @@ void for_each_read(const E& e, F& f) {
         if constexpr (!E::owning) f(e, How);
     } else if constexpr (category_of<E> == category::leaf) {
         // scalars, indices, tiles: no memory of the user's
+    } else if constexpr (is_kind<E, kind::take>) {  // read at gathered positions, not the written one
+        constexpr reading how = How == reading::before ? How : reading::during;
+        for_each_child(e, [&](const auto& c) { for_each_read<how, OwnMatmul, Deep>(c, f); });
     } else if constexpr (category_of<E> == category::elementwise) {
         for_each_child(e, [&](const auto& c) { for_each_read<How, OwnMatmul, Deep>(c, f); });
     } else if constexpr (OwnMatmul && is_kind<E, kind::matmul>) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,24 +38,30 @@ inline constexpr bool assignable = [] {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
 
-// Evaluates into a temporary, then copies: on the stack up to config::stack_budget, else on the
-// heap. Without a heap (ATTEND_NO_HEAP) a larger one cannot exist: the overlap is a run-time
-// fact (views are pointers), so it stops the program with a message rather than fail to build
-// every big assignment that might overlap.
-template <class Arch, class S, class T, class E>
-void run_plan_via_temporary(T* out, const E& node) {
-    if constexpr (sizeof(T) * S::size <= config::stack_budget) {
-        alignas(64) T tmp[S::size];
-        run_plan<Arch, S>(tmp, node);
-        std::copy(tmp, tmp + S::size, out);
+// Calls f(tmp) with a temporary of N elements of T: on the stack up to config::stack_budget, else
+// on the heap. Without a heap (ATTEND_NO_HEAP) a larger one cannot exist: whether one is needed
+// is a run-time fact (views are pointers), so that stops the program with a message rather than
+// failing to build every large assignment that might need it.
+template <class T, std::size_t N, class F>
+void with_temporary(F&& f) {
+    if constexpr (sizeof(T) * N <= config::stack_budget) {
+        alignas(64) T tmp[N];
+        f(+tmp);
     } else if constexpr (config::heap_allowed) {
-        const auto tmp = std::make_unique_for_overwrite<T[]>(S::size);
-        run_plan<Arch, S>(tmp.get(), node);
-        std::copy(tmp.get(), tmp.get() + S::size, out);
+        const auto tmp = std::make_unique_for_overwrite<T[]>(N);
+        f(tmp.get());
     } else {
-        check::stop("assignment", "the right side reads the destination through an overlapping view, and the temporary "
-                                  "this needs exceeds ATTEND_STACK_BUDGET while ATTEND_NO_HEAP forbids the heap");
+        check::stop("assignment", "the right side reads the destination through an overlapping view (or the destination "
+                                  "is strided), and the temporary this needs exceeds ATTEND_STACK_BUDGET while "
+                                  "ATTEND_NO_HEAP forbids the heap");
     }
+}
+
+// Run-time preconditions of a tree (take's indices), checked once before anything is read.
+template <class E>
+void check_run_time(const E& e) {
+    if constexpr (is_kind<E, kind::take>) e.check_indices();
+    for_each_child(e, [](const auto& c) { check_run_time(c); });
 }
 
 template <class Arch, class Op, class S, class T, class E>
@@ -68,9 +75,38 @@ void assign(T* out, E&& expr) {
                       "attend::cast; bool goes only into bool)");
         if constexpr (check::assignable<Op, S, typename L::shape_type>::ok && types::assignable<T, L>) {
             const L node = operand(std::forward<E>(expr));
-            if (must_use_temporary<S>(out, node)) run_plan_via_temporary<Arch, S>(out, node);
-            else run_plan<Arch, S>(out, node);
+            check_run_time(node);
+            if (must_use_temporary<S>(out, node)) {
+                with_temporary<T, S::size>([&](T* tmp) {
+                    run_plan<Arch, S>(tmp, node);
+                    std::copy(tmp, tmp + S::size, out);
+                });
+            } else {
+                run_plan<Arch, S>(out, node);
+            }
         }
+    }
+}
+
+// Into memory of layout L: straight in when L is row-major, else through a contiguous temporary
+// written out through the strides.
+template <class Arch, class Op, class L, class T, class E>
+void assign_strided(T* out, E&& e) {
+    using S = typename L::shape_type;
+    if constexpr (L::row_major) {
+        assign<Arch, Op, S>(out, std::forward<E>(e));
+    } else {
+        with_temporary<T, S::size>([&](T* tmp) {
+            assign<Arch, Op, S>(tmp, std::forward<E>(e));
+            std::array<std::size_t, S::rank> idx{};
+            for (std::size_t n = 0; n < S::size; ++n) {
+                out[L::offset(idx)] = tmp[n];
+                for (std::size_t k = S::rank; k-- > 0;) {  // next index, row-major
+                    if (++idx[k] < S::extents[k]) break;
+                    idx[k] = 0;
+                }
+            }
+        });
     }
 }
 
@@ -95,6 +131,9 @@ void eval_with_lse(Out&& out, Lse&& lse, E&& e) {
     static_assert(std::is_same_v<typename O::value_type, typename G::value_type>,
                   "attend: eval_with_lse: `out` and `lse` must have the same element type");
     const L node = operand(std::forward<E>(e));
+    detail::check_run_time(node);
+    if (detail::must_use_temporary<S>(out.data(), node))
+        check::stop("eval_with_lse", "`out` overlaps memory the attention expression reads");
     detail::evaluate_attention<Arch, S>(out.data(), node, lse.data());
 }
 

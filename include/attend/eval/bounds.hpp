@@ -100,7 +100,7 @@ interval bounds(const E& e, const box<R>& b) {
         constexpr std::size_t ax = R - S::rank + E::axis;
         if constexpr (S::extents[E::axis] == 1) return {0, 0};
         else return {double(b.lo[ax]), double(b.hi[ax])};
-    } else if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::tile>) {  // any value of the type
+    } else if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::tile> || is_kind<E, kind::take>) {  // any value of the type
         if constexpr (std::is_same_v<typename E::value_type, bool>) return interval{0, 1};
         else return anything;
     } else {

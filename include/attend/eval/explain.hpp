@@ -67,6 +67,8 @@ std::string describe() {
         return "iota<" + std::to_string(E::axis) + ">" + extents_text<S>();
     } else if constexpr (is_kind<E, kind::map>) {
         return describe_children<E>(std::string(op_name<typename E::rule_op>()) + "(");
+    } else if constexpr (is_kind<E, kind::take>) {
+        return describe_children<E>("take<" + std::to_string(E::axis) + ">(");
     } else if constexpr (is_kind<E, kind::cast>) {
         return describe_children<E>(std::string("cast<") + type_name<typename E::cast_to>() + ">(");
     } else if constexpr (is_kind<E, kind::view>) {

@@ -17,6 +17,7 @@
 #include "../expr/index.hpp"
 #include "../expr/leaf.hpp"
 #include "../expr/map.hpp"
+#include "../expr/slice.hpp"
 #include "../simd.hpp"
 
 namespace attend {
@@ -192,6 +193,27 @@ inline auto read(const map<Op, A...>& node, const Pos& p) noexcept {
     return std::apply([&](const A&... a) { return apply(Op{}, read<B>(a, p)...); }, node.args);
 }
 
+// ---- take: the operand read at the gathered position ------------------------------------------
+
+template <class B, std::size_t Axis, class A, class I, std::size_t R, std::size_t L>
+inline auto read(const take_node<Axis, A, I>& node, const nd_pos<R, L>& p) noexcept {
+    using S = typename take_node<Axis, A, I>::shape_type;
+    constexpr std::size_t ax = R - S::rank + Axis, m = S::extents[Axis];
+    auto at = [&](std::size_t k) {  // the position p with its entry along the axis gathered
+        nd_pos<R, L> q = p;
+        q.idx[ax] = static_cast<std::size_t>(node.indices.data()[m == 1 ? 0 : k]);
+        return q;
+    };
+    if constexpr (ax != L || !simd::is_batch<B>) {
+        return read<B>(node.arg, at(p.idx[ax]));
+    } else {  // lanes along the gathered axis: one index per lane
+        using F = simd::value_t<B>;
+        alignas(64) F tmp[simd::lanes<B>];
+        for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = read<F>(node.arg, at(p.idx[ax] + l));
+        return B::load_aligned(tmp);
+    }
+}
+
 // ---- cast ----------------------------------------------------------------------------------
 
 // The value U(v) takes, expressed in the compute bundle B (a mask when U is bool).
@@ -244,7 +266,7 @@ template <class E, class S>
 constexpr bool dense_in() {
     if constexpr (is_kind<E, kind::memory>) return E::shape_type::size == S::size && is_row_major<E>;
     else if constexpr (is_kind<E, kind::scalar>) return true;
-    else if constexpr (is_kind<E, kind::iota> || is_kind<E, kind::tile>) return false;
+    else if constexpr (is_kind<E, kind::iota> || is_kind<E, kind::tile> || is_kind<E, kind::take>) return false;
     else if constexpr (category_of<E> == category::elementwise)
         return all_children<E>([]<class C>() { return dense_in<C, S>(); });
     else static_assert(unhandled_kind<E>, "attend internal: dense_in: not an elementwise tree");

@@ -76,6 +76,8 @@ constexpr auto operand(X&& x) {
             return owning_leaf<D>{{}, std::move(x)};
     } else if constexpr (is_tensor_ref<D>) {
         return memory_leaf<typename D::value_type, typename D::shape_type>{{}, x.data()};
+    } else if constexpr (is_strided_ref<D>) {
+        return memory_leaf<typename D::value_type, typename D::shape_type, D::layout::strides>{{}, x.data()};
     } else if constexpr (scalar<D>) {
         return scalar_leaf<D>{{}, x};
     } else {

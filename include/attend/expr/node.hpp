@@ -30,6 +30,7 @@ struct iota { static constexpr category of = category::leaf; };         // iota_
 struct tile { static constexpr category of = category::leaf; };         // tile_leaf (eval-internal)
 struct map { static constexpr category of = category::elementwise; };   // map<Op, A...>
 struct cast { static constexpr category of = category::elementwise; };  // cast_node<U, A>
+struct take { static constexpr category of = category::elementwise; };  // take_node: operands read at gathered positions
 struct view { static constexpr category of = category::planned; };      // view_node of a computed operand
 struct reduce { static constexpr category of = category::planned; };    // reduce_node (sum, max, argmax)
 struct softmax { static constexpr category of = category::planned; };   // softmax_node

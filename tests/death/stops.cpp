@@ -1,0 +1,30 @@
+// Run-time preconditions stop the program with a message naming the operation and the values
+// (CTest matches the message; the process ends in abort()). Built with -fno-exceptions: the stop
+// must not depend on them. The argument names the case.
+#include <attend/attend.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+int main(int argc, char** argv) {
+    static attend::tensor<float, 3, 7, 5> cache;
+    static attend::tensor<float, 9, 4> table;
+    const char* which = argc > 1 ? argv[1] : "";
+    std::size_t pos = 6;
+    if (std::strcmp(which, "slice_read") == 0) {
+        attend::tensor<float, 3, 2, 5> w = attend::slice<1, 2>(cache, pos);  // positions 6 .. 7 of 7
+        std::printf("%g\n", double(w(0, 0, 0)));
+    } else if (std::strcmp(which, "slice_write") == 0) {
+        attend::slice<1, 1>(cache, pos + 1) = attend::tensor<float, 3, 1, 5>{};  // position 7 of 7
+    } else if (std::strcmp(which, "take_high") == 0) {
+        const attend::tensor<std::int32_t, 3> ids{1, 9, 2};
+        attend::tensor<float, 3, 4> e = attend::take<0>(table, ids);
+        std::printf("%g\n", double(e(0, 0)));
+    } else if (std::strcmp(which, "take_negative") == 0) {
+        const attend::tensor<std::int64_t, 2> ids{0, -1};
+        attend::tensor<float, 2, 4> e = attend::take<0>(table, ids) + 1;
+        std::printf("%g\n", double(e(0, 0)));
+    }
+    std::puts("no stop");
+    return 0;
+}
