@@ -1,0 +1,10 @@
+# Runs a program that must stop (cmake -P): PROGRAM, ARG, EXPECT (a regular expression its stderr
+# must match). The program must not end normally: a precondition failure ends in abort().
+execute_process(COMMAND ${PROGRAM} ${ARG} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${PROGRAM} ${ARG} ended normally; it must stop\n${out}${err}")
+endif()
+if(NOT err MATCHES "${EXPECT}")
+  message(FATAL_ERROR "${PROGRAM} ${ARG} stopped (${rc}) without the expected message '${EXPECT}':\n${err}")
+endif()
+message(STATUS "stopped (${rc}): ${err}")
