@@ -216,7 +216,8 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
     alignas(64) F bpanel[b_may_pack ? KC * NR : 1];
     alignas(64) F ablock[direct_a ? 1 : MR * LDA];
     alignas(64) F ctile[MR * NR];
-    alignas(64) F cpart[KC < K ? MC * NR : 1];  // partial sums between k blocks
+    constexpr bool blocks_of_k = KC < K;  // several k blocks: partial sums in cpart between them
+    alignas(64) F cpart[blocks_of_k ? MC * NR : 1];
     const std::size_t batch = item / (blocks * panels);
     const std::size_t j0 = item / panels % blocks * NR, ncols = std::min(NR, N - j0);
     const std::size_t m0 = item % panels * MC, m1 = std::min(M, m0 + MC);
@@ -229,23 +230,37 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
             if (b_in_place) std::tie(bp, ldb) = matrix_at(mm.b, p, k0, j0);
         if constexpr (b_may_pack)
             if (!b_in_place) pack_b<B, NR>(mm.b, p, k0, kc, j0, ncols, bpanel);
-        const bool first = KC == K || k0 == 0, last = KC == K || k0 + kc == K;
+        const bool first = k0 == 0, last = k0 + kc == K;
         auto rows = [&]<std::size_t MRows>(std::size_t i0) {
             const F* ap = ablock;
             std::size_t lda = LDA;
             if constexpr (direct_a) std::tie(ap, lda) = matrix_at(mm.a, p, i0, k0);
             else pack_a<B, LDA>(mm.a, p, i0, MRows, k0, kc, ablock);
-            F* const part = cpart + (KC < K ? (i0 - m0) * NR : 0);
+            F* const part = cpart + (blocks_of_k ? (i0 - m0) * NR : 0);
             B acc[MRows][NV];
             for (std::size_t r = 0; r < MRows; ++r)
-                for (std::size_t v = 0; v < NV; ++v) acc[r][v] = first ? B(F(0)) : B::load_aligned(part + r * NR + v * W);
+                for (std::size_t v = 0; v < NV; ++v) acc[r][v] = B(F(0));
+            if constexpr (blocks_of_k) {  // continue the sums of the earlier k blocks
+                if (!first)
+                    for (std::size_t r = 0; r < MRows; ++r)
+                        for (std::size_t v = 0; v < NV; ++v) acc[r][v] = B::load_aligned(part + r * NR + v * W);
+            }
             micro_kernel<B, MRows, NV, (KC == K ? K : 0)>(ap, lda, 1, bp, ldb, kc, acc);
-            p.idx[R - 2] = i0;
-            p.idx[R - 1] = j0;
             // The stores are unrolled, so they stay stores of registers (g++ otherwise turns the
             // loops into a spill plus memcpy).
+            if constexpr (blocks_of_k) {
+                if (!last) {
+#pragma GCC unroll 24
+                    for (std::size_t r = 0; r < MRows; ++r)
+#pragma GCC unroll 4
+                        for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(part + r * NR + v * W);
+                    return;
+                }
+            }
+            p.idx[R - 2] = i0;
+            p.idx[R - 1] = j0;
             if constexpr (Plain) {
-                if (last && ncols == NR) {  // whole tile of a bare matmul: registers straight to the output
+                if (ncols == NR) {  // whole tile of a bare matmul: registers straight to the output
                     T* o = out + row_major<S>::offset(p.idx);
 #pragma GCC unroll 24
                     for (std::size_t r = 0; r < MRows; ++r)
@@ -254,12 +269,11 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
                     return;
                 }
             }
-            F* const to = last ? ctile : part;
 #pragma GCC unroll 24
             for (std::size_t r = 0; r < MRows; ++r)
 #pragma GCC unroll 4
-                for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(to + r * NR + v * W);
-            if (last) finish(p, ctile, NR, MRows, ncols);
+                for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_aligned(ctile + r * NR + v * W);
+            finish(p, ctile, NR, MRows, ncols);
         };
         std::size_t i0 = m0;
         for (; i0 + MR <= m1; i0 += MR) rows.template operator()<MR>(i0);
