@@ -195,11 +195,28 @@ inline B fma(const B& a, const B& b, const B& c) noexcept {
         if constexpr (is_batch<B>) return batch_fn(x);         \
         else return scalar_fn(x);                              \
     }
-ATTEND_SIMD_UNARY(sqrt, xsimd::sqrt, std::sqrt)
 ATTEND_SIMD_UNARY(tanh, xsimd::tanh, std::tanh)
 ATTEND_SIMD_UNARY(abs, xsimd::abs, std::abs)
 ATTEND_SIMD_UNARY(trunc, xsimd::trunc, std::trunc)
 #undef ATTEND_SIMD_UNARY
+
+// sqrt: xsimd 8.1's float sqrt on NEON is a reciprocal-square-root estimate with two Newton
+// steps, also on AArch64: sqrt(+inf) = NaN, sqrt(-0) = +0, and a third of the results 1-2 ulp
+// off. AArch64 has the correctly rounded vector sqrt (as sqrtps on x86), so float lanes take it there.
+template <class B>
+inline B sqrt(const B& x) noexcept {
+    if constexpr (!is_batch<B>) {
+        return std::sqrt(x);
+    }
+#if defined(__aarch64__)
+    else if constexpr (std::is_same_v<value_t<B>, float> && std::is_base_of_v<xsimd::neon, typename B::arch_type>) {
+        return vsqrtq_f32(x);
+    }
+#endif
+    else {
+        return xsimd::sqrt(x);
+    }
+}
 
 // exp(x) = 2^n exp(r) with r = x - n ln 2 (ln 2 in two parts, Cody-Waite), |r| <= ln2/2, and
 // exp(r) by a polynomial (Cephes' expf coefficients, ~1 ulp).

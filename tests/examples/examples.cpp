@@ -2,7 +2,11 @@
 // double precision, from the inputs the example printed (so the example's constants are not
 // copied, and the reference shares no code with attend).
 #define BOOST_TEST_MODULE attend_examples
+#ifdef ATTEND_BOOST_TEST_HEADER_ONLY
+#include <boost/test/included/unit_test.hpp>
+#else
 #include <boost/test/unit_test.hpp>
+#endif
 #include <cmath>
 #include <cstdio>
 #include <map>

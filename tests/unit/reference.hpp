@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -22,16 +23,25 @@ std::vector<std::size_t> extents_of() {
 }
 
 // Element of `x` seen from output position `idx` (rank >= x's rank), NumPy broadcasting:
-// right-aligned, extent-1 axes repeat.
-template <class X>
-double at(const X& x, const index& idx) {
-    const auto ext = extents_of<X>();
+// right-aligned, extent-1 axes repeat. (No allocation: the matmul references call it ~10^8 times,
+// which under qemu-aarch64 took minutes.)
+template <class X, class Index>
+double at_index(const X& x, const Index& idx) {
+    constexpr auto ext = X::shape_type::extents;
     std::size_t off = 0;
     for (std::size_t k = 0; k < ext.size(); ++k) {
-        const std::size_t i = idx[idx.size() - ext.size() + k];
+        const std::size_t i = idx.begin()[idx.size() - ext.size() + k];
         off = off * ext[k] + (ext[k] == 1 ? 0 : i);
     }
     return static_cast<double>(x.data()[off]);
+}
+template <class X>
+double at(const X& x, const index& idx) {
+    return at_index(x, idx);
+}
+template <class X>
+double at(const X& x, std::initializer_list<std::size_t> idx) {
+    return at_index(x, idx);
 }
 
 // Calls f(idx) for every index of the extents, row-major.
