@@ -1,6 +1,7 @@
 // Run-time preconditions stop the program with a message naming the operation and the values
 // (CTest matches the message; the process ends in abort()). Built with -fno-exceptions: the stop
-// must not depend on them. The argument names the case.
+// must not depend on them. The argument names the case; the no_heap build (ATTEND_NO_HEAP) also
+// stops where an overlap needs a temporary larger than the stack budget.
 #include <attend/attend.hpp>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +21,12 @@ int main(int argc, char** argv) {
         const attend::tensor<std::int32_t, 3> ids{1, 9, 2};
         attend::tensor<float, 3, 4> e = attend::take<0>(table, ids);
         std::printf("%g\n", double(e(0, 0)));
+    } else if (std::strcmp(which, "no_heap_overlap") == 0) {
+#ifdef ATTEND_NO_HEAP
+        static attend::tensor<float, 256, 256> big;  // a transpose of itself needs a 256 KiB temporary
+        big = attend::transpose(big) + 1;
+        std::printf("%g\n", double(big(0, 1)));
+#endif
     } else if (std::strcmp(which, "take_negative") == 0) {
         const attend::tensor<std::int64_t, 2> ids{0, -1};
         attend::tensor<float, 2, 4> e = attend::take<0>(table, ids) + 1;
