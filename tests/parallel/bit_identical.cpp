@@ -1,7 +1,7 @@
 // Parallel evaluation (OpenMP, ATTEND_PARALLEL) gives bit-identical results to one thread:
 // fused attention (plain, causal, GQA), contractions (batched with an epilogue, several k blocks
-// and a column tail; a packed B panel) and elementwise trees (dense, broadcast,
-// index-generated), at sizes above the parallel threshold. A plain main.
+// and a column tail; a packed B panel), one-row matvecs in both weight layouts, and elementwise
+// trees (dense, broadcast, index-generated), at sizes above the parallel threshold. A plain main.
 #include <attend/attend.hpp>
 #include <cstdio>
 #include <cstring>
@@ -61,6 +61,16 @@ int main() {
     fill(*x, 14);
     fill(*y2, 15);
     ok &= identical<tensor<float, 512, 512>>("contraction, packed panels", [&] { return attend::matmul(*x, *y2); });
+    // One-token matvecs in both weight layouts: panels split across threads.
+    auto x1 = std::make_unique<tensor<float, 1, 1000>>();
+    auto wkn = std::make_unique<tensor<float, 1000, 3001>>(), wnk = std::make_unique<tensor<float, 3001, 1000>>();
+    tensor<float, 3001> mb;
+    fill(*x1, 16);
+    fill(*wkn, 17);
+    fill(*wnk, 18);
+    fill(mb, 19);
+    ok &= identical<tensor<float, 1, 3001>>("matvec, W (K, N)", [&] { return attend::matmul(*x1, *wkn) + mb; });
+    ok &= identical<tensor<float, 1, 3001>>("matvec, W (N, K)", [&] { return attend::matmul(*x1, attend::transpose(*wnk)); });
     tensor<float, 200> bias;
     fill(bias, 9);
     auto y = std::make_unique<tensor<float, 4, 128, 200>>();

@@ -81,6 +81,27 @@ BOOST_AUTO_TEST_CASE(matmul_reading_the_destination) {
     for (std::size_t i = 0; i < 64; ++i)
         for (std::size_t j = 0; j < 64; ++j) want[i * 64 + j] += a0(j, i);
     expect_flat(a, want);
+
+    // The matvec plan (a few rows): x read while the panels are written, in both weight layouts;
+    // a row of the weight replaced by a product that reads the whole weight.
+    tensor<float, 3, 64> r, r0;
+    ref::fill(r, 25);
+    r0 = r;
+    static_assert(attend::plan_of<decltype(attend::matmul(r, w))> == attend::plan::matvec);
+    r = attend::matmul(r, w);
+    auto row = [&](std::size_t i, std::size_t k) { return r0(i, k); };
+    expect_flat(r, matmul_ref(row, [&](std::size_t k, std::size_t j) { return w(k, j); }, 3, 64, 64));
+    r = r0;
+    r = attend::matmul(r, attend::transpose(w)) + r;
+    want = matmul_ref(row, [&](std::size_t k, std::size_t j) { return w(j, k); }, 3, 64, 64);
+    for (std::size_t n = 0; n < want.size(); ++n) want[n] += r0.data()[n];
+    expect_flat(r, want);
+    const tensor<float, 64, 64> w0 = w;
+    attend::slice<0, 1>(w, 0) = attend::matmul(attend::slice<0, 1>(w, 3), w);
+    want = matmul_ref([&](std::size_t, std::size_t k) { return w0(3, k); }, [&](std::size_t k, std::size_t j) { return w0(k, j); }, 1, 64, 64);
+    for (std::size_t j = 0; j < 64; ++j) BOOST_CHECK(ref::close(double(w(0, j)), want[j], 2e-5));
+    for (std::size_t i = 1; i < 64; ++i)
+        for (std::size_t j = 0; j < 64; ++j) BOOST_REQUIRE_EQUAL(w(i, j), w0(i, j));
 }
 
 // The residual connection of every transformer block, over several k blocks (K = 520 and 1100

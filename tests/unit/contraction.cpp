@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference.hpp"
@@ -66,6 +67,86 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_odd_sizes, Z, matmul_sizes) {
                              [&](std::size_t k) { return double(float(ref::at(*b, {k, i[1]}) - 0.25f)); });
         return std::exp(s * 0.1) + ref::at(bias, {i[1]});
     }, tol);
+}
+
+// The matvec plan (M up to 16 rows, the weight read in place): every row count from 1 to 17 (17
+// takes the contraction), odd K and N, both weight layouts, fused epilogues, the residual in
+// place; and panels: several, a vector tail, K beyond a vector with a tail.
+template <std::size_t M, std::size_t K, std::size_t N>
+void check_matvec() {
+    auto x = std::make_unique<tensor<float, M, K>>();
+    auto w = std::make_unique<tensor<float, K, N>>();   // matmul(x, W)
+    auto wt = std::make_unique<tensor<float, N, K>>();  // matmul(x, transpose(W)), the checkpoint layout
+    auto r = std::make_unique<tensor<float, M, N>>();
+    tensor<float, N> bias;
+    ref::fill(*x, 31, -1, 1);
+    ref::fill(*w, 32, -1, 1);
+    ref::fill(*wt, 33, -1, 1);
+    ref::fill(*r, 34, -1, 1);
+    ref::fill(bias, 35, -1, 1);
+    constexpr attend::plan expected = M <= 16 ? attend::plan::matvec : attend::plan::contraction;
+    static_assert(attend::plan_of<decltype(attend::matmul(*x, *w))> == expected);
+    static_assert(attend::plan_of<decltype(attend::matmul(*x, attend::transpose(*wt)) + bias)> == expected);
+    const double tol = 1e-5 * std::sqrt(double(K));
+    auto xw = [&](const ref::index& i) {
+        return dot(K, [&](std::size_t k) { return ref::at(*x, {i[0], k}); }, [&](std::size_t k) { return ref::at(*w, {k, i[1]}); });
+    };
+    auto xwt = [&](const ref::index& i) {
+        return dot(K, [&](std::size_t k) { return ref::at(*x, {i[0], k}); }, [&](std::size_t k) { return ref::at(*wt, {i[1], k}); });
+    };
+    auto out = std::make_unique<tensor<float, M, N>>();
+    *out = attend::matmul(*x, *w);
+    ref::expect_all(*out, xw, tol);
+    *out = attend::matmul(*x, attend::transpose(*wt));
+    ref::expect_all(*out, xwt, tol);
+    // Epilogues: bias and activation; the residual read from the destination itself (in place).
+    *out = attend::sigmoid(attend::matmul(*x, *w) + bias);
+    ref::expect_all(*out, [&](const ref::index& i) { return 1 / (1 + std::exp(-(xw(i) + ref::at(bias, {i[1]})))); }, tol);
+    *out = *r;
+    *out = attend::matmul(*x, attend::transpose(*wt)) + *out;
+    ref::expect_all(*out, [&](const ref::index& i) { return xwt(i) + ref::at(*r, {i[0], i[1]}); }, tol);
+    // x as an expression: evaluated once, then read in place.
+    *out = attend::matmul(*x * 2.0f - 0.5f, *w);
+    ref::expect_all(*out, [&](const ref::index& i) {
+        return dot(K, [&](std::size_t k) { return double(float(ref::at(*x, {i[0], k}) * 2.0f - 0.5f)); },
+                   [&](std::size_t k) { return ref::at(*w, {k, i[1]}); });
+    }, tol);
+}
+
+template <std::size_t... M>
+void check_matvec_rows(std::index_sequence<M...>) {
+    (check_matvec<M + 1, 2 * M + 23, 3 * M + 41>(), ...);
+}
+
+BOOST_AUTO_TEST_CASE(matvec_every_row_count_both_layouts) {
+    check_matvec_rows(std::make_index_sequence<17>{});
+    check_matvec<1, 21, 4100>();  // two panels of whole rows, the second four columns wide
+    check_matvec<3, 9, 4100>();   // panels of 1360 columns
+    check_matvec<2, 1031, 19>();  // long dot products with a K tail
+}
+
+BOOST_AUTO_TEST_CASE(matvec_batched_weights_and_rows) {
+    // Per-head weights (H, K, N) with one row per head, and rows (2, 3, K) against shared weights.
+    tensor<float, 3, 1, 40> x;
+    tensor<float, 3, 40, 24> w;
+    tensor<float, 3, 24, 40> wt;
+    tensor<float, 2, 3, 40> xs;
+    tensor<float, 40, 24> shared;
+    ref::fill(x, 41);
+    ref::fill(w, 42);
+    ref::fill(wt, 43);
+    ref::fill(xs, 44);
+    ref::fill(shared, 45);
+    static_assert(attend::plan_of<decltype(attend::matmul(x, w))> == attend::plan::matvec);
+    ref::expect_all(attend::eval(attend::matmul(x, w)), [&](const ref::index& i) {
+        return dot(40, [&](std::size_t k) { return ref::at(x, {i[0], 0, k}); }, [&](std::size_t k) { return ref::at(w, {i[0], k, i[2]}); });
+    }, 1e-5);
+    ref::expect_all(attend::eval(attend::matmul(x, attend::transpose(wt))), [&](const ref::index& i) {
+        return dot(40, [&](std::size_t k) { return ref::at(x, {i[0], 0, k}); }, [&](std::size_t k) { return ref::at(wt, {i[0], i[2], k}); });
+    }, 1e-5);
+    ref::expect_all(attend::eval(attend::matmul(xs, shared)), [&](const ref::index& i) {
+        return dot(40, [&](std::size_t k) { return ref::at(xs, {i[0], i[1], k}); }, [&](std::size_t k) { return ref::at(shared, {k, i[2]}); });
+    }, 1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(matmul_batch_broadcasting_and_double) {

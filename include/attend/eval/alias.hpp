@@ -61,7 +61,7 @@ void for_each_read_of_plan(const E& e, F& f) {
     constexpr plan p = plan_for<E, S>();
     if constexpr (p == plan::elementwise || p == plan::materialising) {
         for_each_read<reading::in_step, false, false>(e, f);
-    } else if constexpr (p == plan::contraction) {
+    } else if constexpr (p == plan::contraction || p == plan::matvec) {
         for_each_read<reading::in_step, true, false>(e, f);
     } else if constexpr (reads_everything_during<E, p>()) {
         for_each_read<reading::during, false, true>(e, f);

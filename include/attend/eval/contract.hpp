@@ -21,6 +21,7 @@
 #include "../expr/matmul.hpp"
 #include "lower.hpp"
 #include "machine.hpp"
+#include "matvec.hpp"
 #include "parallel.hpp"
 #include "read.hpp"
 
@@ -370,25 +371,47 @@ inline constexpr bool contraction_plan = [] {
         return false;
 }();
 
+// Writes a finished tile (or matvec panel) of `tree` to `out`: through the epilogue tree when
+// there is one (a few pointers, so work items stay independent).
+template <class Arch, class S, class T, class F, bool Plain, class E>
+auto tile_finisher(T* out, const E& tree) {
+    return [out, &tree](const auto& p, const F* tile, std::size_t ld, std::size_t rows, std::size_t ncols) {
+        if constexpr (Plain) {
+            finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, static_cast<const void*>(nullptr));
+        } else {
+            const tile_cursor<F> cursor{tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
+            const auto epi = with_tile(tree, tile_leaf<F, S, false>{{}, &cursor});
+            finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, &epi);
+        }
+    };
+}
+
+// x of the matvec plan in place: a memory leaf as it is, an expression materialised first.
+template <class Arch, class F, class A, class K>
+decltype(auto) rows_in_place(const A& a, K&& k) {
+    if constexpr (in_place<A, F, 0>) return k(a);
+    else return materialise<Arch>(a, k);
+}
+
 template <class Arch, class S, class T, class E>
 void evaluate_contraction(T* out, const E& tree) {
     const auto& node = find_matmul(tree);
-    // Operands evaluated first where they are planned; prologues stay for the packing.
-    lower_each<Arch, 0>(std::tie(node.a, node.b), [&](const auto& a, const auto& b) {
-        using MM = matmul_node<std::remove_cvref_t<decltype(a)>, std::remove_cvref_t<decltype(b)>>;
-        using F = compute_t<MM, floating_or_double<T>>;
-        const MM mm{{}, a, b};
-        constexpr bool plain = is_kind<E, kind::matmul> && std::is_same_v<T, F>;
-        contract<Arch, S, T, plain>(mm, out, [&](const auto& p, const F* tile, std::size_t ld, std::size_t rows, std::size_t ncols) {
-            if constexpr (plain) {
-                finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, static_cast<const void*>(nullptr));
-            } else {  // the epilogue tree over this tile (a few pointers, so work items stay independent)
-                const tile_cursor<F> cursor{tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
-                const auto epi = with_tile(tree, tile_leaf<F, S, false>{{}, &cursor});
-                finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, &epi);
-            }
+    using N0 = std::remove_cvref_t<decltype(node)>;
+    if constexpr (matvec_applies<N0>) {  // a few rows: the weight streamed once (matvec.hpp)
+        using F = compute_t<N0, floating_or_double<T>>;
+        rows_in_place<Arch, F>(node.a, [&](const auto& a) {
+            const matmul_node<std::remove_cvref_t<decltype(a)>, decltype(N0::b)> mm{{}, a, node.b};
+            matvec<Arch, S, F>(mm, tile_finisher<Arch, S, T, F, is_kind<E, kind::matmul> && std::is_same_v<T, F>>(out, tree));
         });
-    });
+    } else {  // operands evaluated first where they are planned; prologues stay for the packing
+        lower_each<Arch, 0>(std::tie(node.a, node.b), [&](const auto& a, const auto& b) {
+            using MM = matmul_node<std::remove_cvref_t<decltype(a)>, std::remove_cvref_t<decltype(b)>>;
+            using F = compute_t<MM, floating_or_double<T>>;
+            const MM mm{{}, a, b};
+            constexpr bool plain = is_kind<E, kind::matmul> && std::is_same_v<T, F>;
+            contract<Arch, S, T, plain>(mm, out, tile_finisher<Arch, S, T, F, plain>(out, tree));
+        });
+    }
 }
 
 template <class Arch, class T, class A, class Bop>

@@ -141,6 +141,19 @@ std::string explain(const E& e) {
         else
             s += operand.template operator()<B, false>("B", "packed in panels");
         if constexpr (!is_kind<L, kind::matmul>) s += "  epilogue per finished tile: " + detail::describe<L>() + "\n";
+    } else if constexpr (p == plan::matvec) {
+        using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const L&>()))>;
+        using G = detail::matvec_tiling<F, Arch, MM::M, MM::N>;
+        using A = decltype(MM::a);
+        constexpr bool by_rows = detail::weight_layout_of<decltype(MM::b), F> == detail::weight_layout::rows_k;
+        s += "plan: matvec, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
+             " per batch index, the weight streamed once, panels of " + std::to_string(G::NP) + " columns\n";
+        s += std::string("  x (") + (detail::in_place<A, F, 0> ? "read in place" : "materialised first") + "): " + detail::describe<A>() + "\n";
+        s += std::string("  weight (read in place, ") +
+             (by_rows ? std::to_string(G::U) + " rows of (K, N) at a time added into the panel's sums"
+                      : std::to_string(G::RN) + " rows of (N, K) at a time as dot products with " + std::to_string(G::MB) + " rows of x") +
+             "): " + detail::describe<decltype(MM::b)>() + "\n";
+        if constexpr (!is_kind<L, kind::matmul>) s += "  epilogue per finished panel: " + detail::describe<L>() + "\n";
     } else if constexpr (p == plan::softmax || p == plan::reduction) {
         s += std::string("plan: ") + (p == plan::softmax ? "softmax" : "reduction") + " loop nest into the output: " +
              detail::describe<L>() + "\n";

@@ -11,9 +11,23 @@
 
 #include "../config.hpp"
 
+#if defined(ATTEND_PARALLEL) && defined(_OPENMP)
+#include <omp.h>
+#endif
+
 namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
+
+// How many threads parallel_for may use: a plan splits its work into at least this many items
+// when one item would otherwise be the whole of it.
+inline std::size_t worker_count() noexcept {
+#if defined(ATTEND_PARALLEL) && defined(_OPENMP)
+    return static_cast<std::size_t>(omp_get_max_threads());
+#else
+    return 1;
+#endif
+}
 
 // Runs f(0) ... f(n - 1); in parallel when enabled and `worth` it (enough work to pay for waking
 // the threads).

@@ -16,6 +16,7 @@ enum class plan {
     attention,      // the fused online-softmax nest: no score matrix in memory
     elementwise,    // one SIMD loop over the output
     contraction,    // the register-blocked matmul kernel, prologue in packing, epilogue per tile
+    matvec,         // a few rows times a weight read in place, streamed once, epilogue per panel
     reduction,      // a reduction loop nest straight into the output
     softmax,        // the softmax loop nest (over a planned operand, in place)
     materialising,  // planned subtrees into temporaries, then one elementwise loop
@@ -29,7 +30,8 @@ template <class E, class S>
 constexpr plan plan_for() {
     constexpr bool own_shape = std::is_same_v<typename E::shape_type, S>;
     if constexpr (attention_plan<E, S>) return plan::attention;
-    else if constexpr (contraction_plan<E, S>) return plan::contraction;
+    else if constexpr (contraction_plan<E, S>)
+        return matvec_applies<std::remove_cvref_t<decltype(find_matmul(std::declval<const E&>()))>> ? plan::matvec : plan::contraction;
     else if constexpr (is_elementwise<E>) return plan::elementwise;
     else if constexpr (own_shape && is_kind<E, kind::softmax>) return plan::softmax;
     else if constexpr (own_shape && is_kind<E, kind::reduce>) return plan::reduction;
@@ -42,7 +44,7 @@ template <class Arch, class S, class T, class E>
 void run_plan(T* out, const E& e) {
     constexpr plan p = plan_for<E, S>();
     if constexpr (p == plan::attention) evaluate_attention<Arch, S>(out, e);
-    else if constexpr (p == plan::contraction) evaluate_contraction<Arch, S>(out, e);
+    else if constexpr (p == plan::contraction || p == plan::matvec) evaluate_contraction<Arch, S>(out, e);
     else if constexpr (p == plan::softmax || p == plan::reduction) evaluate_node<Arch>(out, e);
     else lower<Arch>(e, [&](const auto& flat) { run_elementwise<Arch, S>(out, flat); });
 }

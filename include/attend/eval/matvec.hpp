@@ -1,0 +1,217 @@
+// attend/eval/matvec.hpp — the matvec plan: a few rows (M up to 16) times a weight matrix read in
+// place, each weight streamed from memory once. One-token steps are bound by memory, not FMAs.
+//
+// The weight is a memory leaf of the compute type in one of two layouts:
+// - `rows_k`: B (K, N) with N contiguous (`matmul(x, W)`, W (K, N)). Each work item owns a panel of
+//   NP output columns, keeps the panel's sums (M x NP) in L1, and walks down K, U weight rows at a
+//   time: every row segment is read once, sequentially, and added into the sums (axpy).
+// - `rows_n`: B (K, N) with K contiguous (`matmul(x, transpose(W))`, W (N, K): the checkpoint
+//   layout). Each output column is a dot product of a weight row with x: RN weight rows at once,
+//   each read sequentially, into MB x RN vector accumulators, summed across lanes at the end.
+// x is read in place (it is materialised first when it is an expression). The finished panel
+// goes through the contraction's epilogue, so bias, residual and activation stay fused.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "../expr/matmul.hpp"
+#include "lower.hpp"
+#include "parallel.hpp"
+#include "read.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+enum class weight_layout { none, rows_k, rows_n };
+
+// How the kernel can stream operand B (..., K, N) of compute type F.
+template <class Bop, class F>
+inline constexpr weight_layout weight_layout_of = [] {
+    if constexpr (is_memory_leaf<Bop> && std::is_same_v<typename Bop::value_type, F>) {
+        constexpr std::size_t r = Bop::shape_type::rank;
+        if constexpr (Bop::strides[r - 1] == 1) return weight_layout::rows_k;
+        else if constexpr (Bop::strides[r - 2] == 1) return weight_layout::rows_n;
+        else return weight_layout::none;
+    } else {
+        return weight_layout::none;
+    }
+}();
+
+// The matvec schedule for element type F on the target (docs/performance.md, "Tuning history").
+template <class F, class Arch, std::size_t M, std::size_t N>
+struct matvec_tiling {
+    using B = simd::batch<F, Arch>;
+    static constexpr std::size_t W = simd::lanes<B>, regs = simd::vector_registers<Arch>;
+    // Up to this many rows the plan applies: beyond it the FMAs, not the bytes, bound the step
+    // and the register-blocked contraction is faster.
+    static constexpr std::size_t max_rows = 16;
+    // Panel columns at most: the sums (M x NP) fit in 16 KiB of L1. A panel of whole weight rows
+    // reads (K, N) as one forward stream, measured 20 % faster than half rows; panels are only
+    // narrowed at run time to give each thread work.
+    static constexpr std::size_t NP = std::min((N + W - 1) / W * W, std::max(W, 4096 / M / W * W));
+    // rows_k: weight rows per step (one load and store of the sums per U FMAs).
+    static constexpr std::size_t U = 4;
+    // rows_n: x rows and weight rows per register tile, MB x RN accumulators plus RN weight
+    // vectors and one x vector within the register file.
+    static constexpr std::size_t MB = std::min(M, regs >= 32 ? std::size_t{8} : std::size_t{4});
+    static constexpr std::size_t RN = std::clamp<std::size_t>((regs - 4) / (MB + 1), 1, 8);
+};
+
+template <class MM>
+inline constexpr bool matvec_applies = [] {
+    if constexpr (MM::precision == 0) {
+        return false;
+    } else {
+        using F = compute_t<MM, double>;
+        return MM::M <= matvec_tiling<F, simd::default_arch, MM::M, MM::N>::max_rows &&
+               std::is_same_v<typename decltype(MM::a)::value_type, F> && weight_layout_of<decltype(MM::b), F> != weight_layout::none;
+    }
+}();
+
+// Pointer to element (row, col) of the matrix of memory leaf `leaf` at batch position p.
+template <class Leaf, std::size_t R>
+inline auto element_at(const Leaf& leaf, nd_pos<R> p, std::size_t row, std::size_t col) noexcept {
+    p.idx[R - 2] = row;
+    p.idx[R - 1] = col;
+    return leaf.data() + Leaf::layout::offset(p.idx);
+}
+
+// g++ 12 -O3 reports false -Waggressive-loop-optimizations errors in the tail loops below once
+// they are inlined into a call with constant extents (loops that run zero times there); silenced
+// for the kernels only, as in contract.hpp.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
+#endif
+
+// y[m][c] += sum over u < U of x[m][u] * w[u * ldk + c], for m < M and c < ncols: U weight rows
+// added into the sums. The broadcasts of x are locals (stores to y may alias anything reached
+// through a pointer).
+template <class B, std::size_t M, std::size_t U, class F>
+inline void axpy_rows(const F* x, std::size_t ldx, const F* w, std::size_t ldk, std::size_t ncols, F* y,
+                      std::size_t ldy) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    B xb[M][U];
+    for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t u = 0; u < U; ++u) xb[m][u] = B(x[m * ldx + u]);
+    std::size_t c = 0;
+    for (; c + W <= ncols; c += W) {
+        B wv[U];
+#pragma GCC unroll 8
+        for (std::size_t u = 0; u < U; ++u) wv[u] = B::load_unaligned(w + u * ldk + c);
+#pragma GCC unroll 16
+        for (std::size_t m = 0; m < M; ++m) {
+            B acc = B::load_aligned(y + m * ldy + c);
+#pragma GCC unroll 8
+            for (std::size_t u = 0; u < U; ++u) acc = simd::fma(xb[m][u], wv[u], acc);
+            acc.store_aligned(y + m * ldy + c);
+        }
+    }
+    for (; c < ncols; ++c)
+        for (std::size_t m = 0; m < M; ++m)
+            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += x[m * ldx + u] * w[u * ldk + c];
+}
+
+// rows_k panel: y[m][c] = sum over k of x[m][k] * w[k * ldk + c].
+template <class B, std::size_t M, std::size_t K, std::size_t U, class F>
+void axpy_panel(const F* x, std::size_t ldx, const F* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+    std::fill(y, y + M * ldy, F(0));
+    std::size_t k = 0;
+    for (; k + U <= K; k += U) axpy_rows<B, M, U>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k < K; ++k) axpy_rows<B, M, 1>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+}
+
+// y[m][r * q] = sum over k of x[m][k] * w[r * ldn + k], for m < MB and r < RN: one register
+// tile of dot products, lanes along k, the tail of K added in scalars.
+template <class B, std::size_t MB, std::size_t RN, std::size_t K, class F>
+inline void dot_tile(const F* x, std::size_t ldx, const F* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, KV = K / W * W;
+    B acc[MB][RN];
+    for (std::size_t m = 0; m < MB; ++m)
+        for (std::size_t r = 0; r < RN; ++r) acc[m][r] = B(F(0));
+    for (std::size_t k = 0; k < KV; k += W) {
+        B wv[RN];
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < RN; ++r) wv[r] = B::load_unaligned(w + r * ldn + k);
+#pragma GCC unroll 8
+        for (std::size_t m = 0; m < MB; ++m) {
+            const B xv = B::load_unaligned(x + m * ldx + k);
+#pragma GCC unroll 8
+            for (std::size_t r = 0; r < RN; ++r) acc[m][r] = simd::fma(xv, wv[r], acc[m][r]);
+        }
+    }
+    for (std::size_t m = 0; m < MB; ++m)
+        for (std::size_t r = 0; r < RN; ++r) {
+            F s = simd::reduce_add(acc[m][r]);
+            for (std::size_t k = KV; k < K; ++k) s += x[m * ldx + k] * w[r * ldn + k];
+            y[m * ldy + r * q] = s;
+        }
+}
+
+// RN output columns for all M rows of x, MB rows at a time (the weight rows stay in L1/L2
+// between the row blocks).
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, std::size_t M0 = 0, class F>
+inline void dot_columns(const F* x, std::size_t ldx, const F* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q) noexcept {
+    if constexpr (M0 < M) {
+        constexpr std::size_t rows = std::min(MB, M - M0);
+        dot_tile<B, rows, RN, K>(x + M0 * ldx, ldx, w, ldn, y + M0 * ldy, ldy, q);
+        dot_columns<B, M, MB, RN, K, M0 + rows>(x, ldx, w, ldn, y, ldy, q);
+    }
+}
+
+// rows_n panel: y[m][c] = sum over k of x[m][k] * w[c * ldn + k]. A register tile takes rows
+// ncols / RN apart, so that even short rows (adjacent in memory) are read as RN streams.
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, class F>
+void dot_panel(const F* x, std::size_t ldx, const F* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy) {
+    const std::size_t q = ncols / RN;
+    for (std::size_t c = 0; c < q; ++c) dot_columns<B, M, MB, RN, K>(x, ldx, w + c * ldn, q * ldn, y + c, ldy, q);
+    for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+// Runs the matvec plan on `mm` (A a memory leaf, read in place; B a weight in either layout);
+// for each finished panel calls finish(p, panel, ld, rows, ncols) as the contraction does.
+template <class Arch, class S, class F, class A, class Bop, class Finish>
+void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
+    using MM = matmul_node<A, Bop>;
+    constexpr std::size_t R = S::rank, M = MM::M, K = MM::K, N = MM::N;
+    using G = matvec_tiling<F, Arch, M, N>;
+    using B = typename G::B;
+    constexpr std::size_t W = G::W;
+    constexpr std::size_t NP = G::NP, batches = S::size / (M * N);
+    constexpr weight_layout wl = weight_layout_of<Bop, F>;
+    static_assert(wl != weight_layout::none && is_memory_leaf<A> && A::strides[A::shape_type::rank - 1] == 1,
+                  "attend internal: matvec: operands not in place");
+    constexpr std::size_t ldx = A::layout::template strides_at<R>[R - 2];
+    constexpr std::size_t ldw = Bop::layout::template strides_at<R>[wl == weight_layout::rows_k ? R - 2 : R - 1];
+    constexpr bool worth = batches * M * N * K >= (std::size_t{1} << 18);
+    // Panels of at most NP columns, at least one per thread when it is worth it; every column's
+    // sum is formed in the same order whatever the split, so results do not depend on it.
+    const std::size_t want = worth ? (worker_count() + batches - 1) / batches : 1;
+    const std::size_t panels = std::max((N + NP - 1) / NP, std::min(want, (N + W - 1) / W));
+    const std::size_t width = std::min(NP, (N + panels * W - 1) / (panels * W) * W);
+    parallel_for(batches * panels, worth, [&](std::size_t item) {
+        nd_pos<R> p = batch_position<S>(item / panels);
+        const std::size_t j0 = item % panels * width;
+        if (j0 >= N) return;
+        const std::size_t ncols = std::min(width, N - j0);
+        alignas(64) F y[M * NP];
+        const F* x = element_at(mm.a, p, 0, 0);
+        const F* w = element_at(mm.b, p, 0, j0);
+        if constexpr (wl == weight_layout::rows_k) axpy_panel<B, M, K, G::U>(x, ldx, w, ldw, ncols, y, NP);
+        else dot_panel<B, M, G::MB, G::RN, K>(x, ldx, w, ldw, ncols, y, NP);
+        p.idx[R - 2] = 0;
+        p.idx[R - 1] = j0;
+        finish(p, +y, NP, M, ncols);
+    });
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend
