@@ -1,12 +1,20 @@
-// One-token steps: y = x W for a few rows x, with the weight in either layout, against Eigen,
-// OpenBLAS (sgemv for one row, sgemm for more) and the floor — a streaming read of the same
-// weight bytes in the same run. All single-threaded. Every benchmark reports the weight bytes
-// per second (bytes_per_second), so the floor's ratio to attend is attend's distance from it.
+// One-token steps, single-threaded, each beside the floor: a streaming read of the bytes the step
+// must read, in the same run. Every benchmark reports those bytes per second (bytes_per_second),
+// so the floor's ratio to attend is attend's distance from it.
 //
+// Matvecs: y = x W for a few rows x, the weight in either layout, against Eigen and OpenBLAS
+// (sgemv for one row, sgemm for more).
 // Names: mvkn_<impl><M, K, N> is y = x W with W (K, N) (`matmul(x, W)`); mvnk_<impl><M, K, N> is
 // y = x Wᵀ with W (N, K) (`matmul(x, transpose(W))`, the layout of PyTorch and llama2.c
-// checkpoints); read_floor<K, N> reads K·N floats. Before any timing, main() checks every
-// implementation against a double-precision loop and refuses to time wrong code.
+// checkpoints); read_floor<K, N> reads K·N floats.
+//
+// Decode attention: G query heads per KV head (GQA folded into the query axis, Q (HKV, G, D))
+// over a KV cache K, V (HKV, NMAX, D) filled to a run-time length, against Eigen (S = Q K^T, row
+// softmax, P V per KV head) and a per-key loop in the style of llama.cpp's CPU flash_attn_ext
+// (per query: online softmax key by key, vectorised along D). The floor reads the cache up to len.
+//
+// Before any timing, main() checks every implementation against a double-precision loop and
+// refuses to time wrong code.
 #include <attend/attend.hpp>
 #include <benchmark/benchmark.h>
 
@@ -125,7 +133,146 @@ void read_floor(benchmark::State& state) {
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
 }
 
+// ---- decode attention ----
+
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
+struct cache {
+    using TQ = attend::tensor<float, HKV, G, D>;
+    using TK = attend::tensor<float, HKV, NMAX, D>;
+    std::unique_ptr<TQ> q = std::make_unique<TQ>(), o = std::make_unique<TQ>();
+    std::unique_ptr<TK> k = std::make_unique<TK>(), v = std::make_unique<TK>();
+    std::size_t len;
+    explicit cache(std::size_t n) : len(n) {
+        for (std::size_t i = 0; i < TQ::size; ++i) q->data()[i] = fill_value(i, 3);
+        for (std::size_t i = 0; i < TK::size; ++i) k->data()[i] = fill_value(i, 4), v->data()[i] = fill_value(i, 5);
+    }
+    static constexpr float scale = 0.08838834764831845f;  // 1 / sqrt(128)
+};
+
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
+struct decode_attend {
+    cache<HKV, G, D, NMAX> c;
+    explicit decode_attend(std::size_t len) : c(len) {}
+    void run() {
+        const int len = static_cast<int>(c.len);
+        auto s = attend::matmul(*c.q, attend::transpose(*c.k)) * c.scale;
+        *c.o = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= len, bench::neg_inf)), *c.v);
+    }
+};
+
+#ifdef ATTEND_HAVE_EIGEN
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
+struct decode_eigen {
+    using MX = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using Map = Eigen::Map<MX>;
+    using CMap = Eigen::Map<const MX>;
+    cache<HKV, G, D, NMAX> c;
+    MX s;
+    explicit decode_eigen(std::size_t len) : c(len), s(G, len) {}
+    void run() {
+        const auto n = static_cast<Eigen::Index>(c.len);
+        for (std::size_t h = 0; h < HKV; ++h) {
+            CMap q(c.q->data() + h * G * D, G, D), k(c.k->data() + h * NMAX * D, n, D), v(c.v->data() + h * NMAX * D, n, D);
+            Map o(c.o->data() + h * G * D, G, D);
+            s.noalias() = (q * k.transpose()) * c.scale;
+            for (std::size_t g = 0; g < G; ++g) bench::softmax_row(s.data() + g * c.len, c.len);
+            o.noalias() = s * v;
+        }
+    }
+};
+#endif
+
+// Per query head: keys one by one, online softmax, dot product and V accumulation along D.
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
+struct decode_perkey {
+    using B = xsimd::batch<float>;
+    static constexpr std::size_t W = B::size;
+    static_assert(D % W == 0);
+    cache<HKV, G, D, NMAX> c;
+    explicit decode_perkey(std::size_t len) : c(len) {}
+    void run() {
+        for (std::size_t h = 0; h < HKV; ++h)
+            for (std::size_t g = 0; g < G; ++g) {
+                const float* q = c.q->data() + (h * G + g) * D;
+                B acc[D / W] = {};
+                float m = bench::neg_inf, l = 0;
+                for (std::size_t j = 0; j < c.len; ++j) {
+                    const float* k = c.k->data() + (h * NMAX + j) * D;
+                    const float* v = c.v->data() + (h * NMAX + j) * D;
+                    B d(0.0f);
+                    for (std::size_t e = 0; e < D; e += W) d = xsimd::fma(B::load_aligned(q + e), B::load_aligned(k + e), d);
+                    const float s = xsimd::hadd(d) * c.scale;
+                    float ms = 1, vs = 1;
+                    if (s > m) ms = std::exp(m - s), m = s;
+                    else vs = std::exp(s - m);
+                    l = l * ms + vs;
+                    for (std::size_t e = 0; e < D / W; ++e) acc[e] = xsimd::fma(B(vs), B::load_aligned(v + e * W), acc[e] * B(ms));
+                }
+                float* o = c.o->data() + (h * G + g) * D;
+                for (std::size_t e = 0; e < D / W; ++e) (acc[e] / B(l)).store_aligned(o + e * W);
+            }
+    }
+};
+
+template <class Impl, std::size_t HKV, std::size_t D, std::size_t LEN>
+void run_decode(benchmark::State& state) {
+    auto impl = std::make_unique<Impl>(LEN);
+    for (auto _ : state) {
+        impl->run();
+        benchmark::ClobberMemory();
+    }
+    benchmark::DoNotOptimize(impl->c.o->data());
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * HKV * LEN * D * sizeof(float)));
+}
+
 bool failed = false;
+
+template <class Impl, std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
+void verify_decode(const char* name) {
+    auto impl = std::make_unique<Impl>(LEN);
+    impl->run();
+    const auto& c = impl->c;
+    double max_err = 0;
+    std::vector<double> s(LEN);
+    for (std::size_t h = 0; h < HKV; ++h)
+        for (std::size_t g = 0; g < G; ++g) {
+            double mx = -1e300, l = 0;
+            for (std::size_t j = 0; j < LEN; ++j) {
+                double t = 0;
+                for (std::size_t d = 0; d < D; ++d) t += double(c.q->data()[(h * G + g) * D + d]) * c.k->data()[(h * NMAX + j) * D + d];
+                s[j] = t * c.scale;
+                mx = std::max(mx, s[j]);
+            }
+            for (auto& x : s) l += x = std::exp(x - mx);
+            for (std::size_t d = 0; d < D; ++d) {
+                double o = 0;
+                for (std::size_t j = 0; j < LEN; ++j) o += s[j] * c.v->data()[(h * NMAX + j) * D + d];
+                max_err = std::max(max_err, std::abs(o / l - c.o->data()[(h * G + g) * D + d]));
+            }
+        }
+    if (max_err > 1e-4) {
+        std::fprintf(stderr, "decode bench: %s <%zu, %zu, %zu, %zu, %zu> is wrong: error %g\n", name, HKV, G, D, NMAX, LEN, max_err);
+        failed = true;
+    }
+}
+
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
+void decode_case() {
+    const std::string args = "<" + std::to_string(HKV) + ", " + std::to_string(G) + ", " + std::to_string(D) + ", " +
+                             std::to_string(NMAX) + ", " + std::to_string(LEN) + ">";
+    auto add = [&]<class Impl>(const char* impl) {
+        verify_decode<Impl, HKV, G, D, NMAX, LEN>(impl);
+        benchmark::RegisterBenchmark((std::string("decode_") + impl + args).c_str(), run_decode<Impl, HKV, D, LEN>)
+            ->Unit(benchmark::kMicrosecond);
+    };
+    add.template operator()<decode_attend<HKV, G, D, NMAX>>("attend");
+#ifdef ATTEND_HAVE_EIGEN
+    add.template operator()<decode_eigen<HKV, G, D, NMAX>>("eigen");
+#endif
+    add.template operator()<decode_perkey<HKV, G, D, NMAX>>("perkey");
+    benchmark::RegisterBenchmark(("decode_floor" + args).c_str(), read_floor<2 * HKV * LEN, D>)->Unit(benchmark::kMicrosecond);
+}
+
 
 template <class Impl, layout L, std::size_t M, std::size_t K, std::size_t N>
 void verify(const char* name) {
@@ -187,6 +334,9 @@ int main(int argc, char** argv) {
     matvec_case<layout::kn, 1, 768, 2048>("mvkn");
     matvec_case<layout::nk, 1, 768, 2048>("mvnk");
     floor_case<768, 2048>();
+    decode_case<8, 4, 128, 8192, 8000>();
+    decode_case<8, 4, 128, 1024, 1000>();
+    decode_case<32, 1, 128, 4096, 4000>();
     matvec_case<layout::kn, 4, 4096, 4096>("mvkn");
     matvec_case<layout::nk, 4, 4096, 4096>("mvnk");
     matvec_case<layout::kn, 16, 4096, 4096>("mvkn");

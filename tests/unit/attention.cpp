@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "reference.hpp"
@@ -194,6 +195,73 @@ BOOST_AUTO_TEST_CASE(masked_rows_give_zeros_and_never_nan) {
             return long(b) >= len ? ninf : x / std::sqrt(double(D));
         }), 2e-5);
     }
+}
+
+// The decode nest (a few queries against a long cache): every query count from 1 to 17 (17
+// takes the prefill nest), GQA groups folded into the query axis, a cache of static capacity
+// filled to len = 0, 1, a key tile's edge (256) +- 1 and the capacity, and a chunk of new tokens
+// aligned bottom-right (key j is visible to new token i when j <= pos + i).
+template <std::size_t G>
+void check_decode() {
+    constexpr std::size_t HKV = 2, NMAX = 520, D = 20, DV = 24;  // D, DV not multiples of a vector
+    auto q = std::make_unique<tensor<float, HKV, G, D>>();
+    auto k = std::make_unique<tensor<float, HKV, NMAX, D>>();
+    auto v = std::make_unique<tensor<float, HKV, NMAX, DV>>();
+    auto out = std::make_unique<tensor<float, HKV, G, DV>>();
+    ref::fill(*q, 61);
+    ref::fill(*k, 62);
+    ref::fill(*v, 63);
+    auto Q = [&](std::size_t b, std::size_t i, std::size_t d) { return double((*q)(b, i, d)); };
+    auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
+    auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
+    const double scale = 1 / std::sqrt(double(D));
+    for (int len : {0, 1, 255, 256, 257, 519, 520}) {
+        auto s = attend::matmul(*q, attend::transpose(*k)) * float(scale);
+        auto e = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= len, -INFINITY)), *v);
+        static_assert(attend::plan_of<decltype(e)> == attend::plan::attention);
+        *out = e;
+        expect_close(*out, reference(HKV, G, NMAX, D, DV, Q, K, V, [&](auto, auto, auto j, double x) {
+            return long(j) >= len ? ninf : x * scale;
+        }), 2e-5);
+        // Bottom-right causal: the G new tokens sit at positions len - G .. len - 1.
+        const int pos = len - int(G);
+        *out = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() > attend::iota<1, HKV, G, NMAX>() + pos, -INFINITY)), *v);
+        expect_close(*out, reference(HKV, G, NMAX, D, DV, Q, K, V, [&](auto, auto i, auto j, double x) {
+            return long(j) > long(i) + pos ? ninf : x * scale;
+        }), 2e-5);
+    }
+}
+
+template <std::size_t... G>
+void check_decode_groups(std::index_sequence<G...>) {
+    (check_decode<G + 1>(), ...);
+}
+
+BOOST_AUTO_TEST_CASE(decode_every_query_count_cache_lengths_and_causal_chunks) {
+    check_decode_groups(std::make_index_sequence<17>{});
+}
+
+// GQA in the layout of a model: Q (HKV, G, 1, D) against K, V (HKV, 1, NMAX, D), with a bias.
+BOOST_AUTO_TEST_CASE(decode_grouped_query_broadcast_and_bias) {
+    constexpr std::size_t HKV = 3, G = 4, NMAX = 300, D = 16;
+    tensor<float, HKV, G, 1, D> q;
+    auto k = std::make_unique<tensor<float, HKV, 1, NMAX, D>>(), v = std::make_unique<tensor<float, HKV, 1, NMAX, D>>();
+    tensor<float, NMAX> bias;
+    ref::fill(q, 71);
+    ref::fill(*k, 72);
+    ref::fill(*v, 73);
+    ref::fill(bias, 74);
+    const int len = 277;
+    auto s = attend::matmul(q, attend::transpose(*k)) * 0.25f + bias;
+    auto e = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<3, HKV, G, 1, NMAX>() >= len, -INFINITY)), *v);
+    static_assert(attend::plan_of<decltype(e)> == attend::plan::attention);
+    tensor<float, HKV, G, 1, D> out = e;
+    auto Q = [&](std::size_t b, std::size_t, std::size_t d) { return double(q(b / G, b % G, 0, d)); };
+    auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b / G, 0, j, d)); };
+    auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b / G, 0, j, d)); };
+    expect_close(out, reference(HKV * G, 1, NMAX, D, D, Q, K, V, [&](auto, auto, auto j, double x) {
+        return long(j) >= len ? ninf : x * 0.25 + bias(j);
+    }), 2e-5);
 }
 
 BOOST_AUTO_TEST_CASE(big_logits_views_and_double) {

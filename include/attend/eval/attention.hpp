@@ -21,6 +21,7 @@
 
 #include "bounds.hpp"
 #include "contract.hpp"
+#include "decode.hpp"
 #include "lower.hpp"
 #include "parallel.hpp"
 
@@ -348,6 +349,10 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
     constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 20);  // ~2 MFLOP
     // Q, K^T and V evaluated first where they are not leaves the nest can read.
     lower_each<Arch, 0>(std::tie(scores.a, scores.b, root.b), [&](const auto& q, const auto& kt, const auto& v) {
+        if constexpr (NQ <= decode_tiling<F, Arch, NQ, D, DV>::max_queries) {  // a few queries: decode.hpp
+            evaluate_decode<Arch, S, T, F>(sc, q, kt, v, out, lse);
+            return;
+        }
         parallel_for(batches * items, worth, [&](std::size_t item) {
             const std::size_t batch = item / items, t = items - 1 - item % items;
             if (t < tiles)

@@ -104,12 +104,19 @@ std::string explain(const E& e) {
     if constexpr (p == plan::attention) {
         using Sc = std::remove_cvref_t<decltype(std::declval<const L&>().a.arg)>;
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const Sc&>()))>;
-        using G = detail::attention_tiling<F, Arch, MM::M, MM::K, std::remove_cvref_t<decltype(std::declval<const L&>().b)>::shape_type::extents[L::shape_type::rank - 1]>;
+        constexpr std::size_t DV = L::shape_type::extents[L::shape_type::rank - 1];
+        using G = detail::attention_tiling<F, Arch, MM::M, MM::K, DV>;
+        using DT = detail::decode_tiling<F, Arch, MM::M, MM::K, DV>;
         s += "plan: attention (online softmax, no " + std::to_string(MM::M) + " x " + std::to_string(MM::N) +
              " score matrix in memory), per batch index:\n";
-        s += "  query tiles of " + std::to_string(G::QT) + " (SIMD lanes), key tiles of " + std::to_string(G::BN) +
-             "; S^T = K Q^T by a " + std::to_string(G::MR) + " x " + std::to_string(G::QT) + " register tile, O^T += V^T P^T by " +
-             std::to_string(G::MRV) + " x " + std::to_string(G::QT) + "\n";
+        if constexpr (MM::M <= DT::max_queries)
+            s += "  decode nest: all " + std::to_string(MM::M) + " queries against each key tile of " + std::to_string(DT::BN) +
+                 " (every K and V row read once), lanes along the head dimension; keys split across threads when there are "
+                 "fewer batch indices than threads\n";
+        else
+            s += "  query tiles of " + std::to_string(G::QT) + " (SIMD lanes), key tiles of " + std::to_string(G::BN) +
+                 "; S^T = K Q^T by a " + std::to_string(G::MR) + " x " + std::to_string(G::QT) + " register tile, O^T += V^T P^T by " +
+                 std::to_string(G::MRV) + " x " + std::to_string(G::QT) + "\n";
         s += "  Q: " + detail::describe<decltype(MM::a)>() + "\n  K^T: " + detail::describe<decltype(MM::b)>() + "\n  V: " +
              detail::describe<decltype(L::b)>() + "\n";
         s += "  score tree per tile: " + detail::describe<Sc>() + "\n";

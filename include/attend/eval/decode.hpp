@@ -1,0 +1,331 @@
+// attend/eval/decode.hpp — the attention plan's nest for a few queries (NQ up to 16: the query
+// heads of a GQA group folded into the query axis, or a few new tokens) over a long key-value
+// cache. One work item takes every query of a batch index against a range of keys, so each K and
+// V row is read once; lanes run along the head dimension:
+//   scores:  S = Q K_tile^T by register tiles of dot products (matvec.hpp's dot_panel);
+//   tree:    the score tree on S with lanes along the keys, its row maxima;
+//   softmax: per query a running max and sum (the prefill nest's exp2 units);
+//   P V:     O = alpha O + P V_tile by the contraction's micro-kernel, V rows read in place.
+// Key tiles the score tree's index masks rule out (j >= len, causal) are never touched. When
+// there are fewer batch indices than threads, the keys split into chunks whose partial results
+// merge by their log-sum-exp (flash-decoding).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
+#include "bounds.hpp"
+#include "contract.hpp"
+#include "matvec.hpp"
+#include "parallel.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace detail {
+
+template <class F, class Arch, std::size_t NQ, std::size_t D, std::size_t DV>
+struct decode_tiling {
+    using B = simd::batch<F, Arch>;
+    static constexpr std::size_t W = simd::lanes<B>, regs = simd::vector_registers<Arch>;
+    static constexpr std::size_t max_queries = 16;  // beyond, the prefill nest fills its lanes
+    // Keys per tile: fewer, longer passes over K and V per tile were faster (Zen 1, 8 x 4 heads,
+    // len 8000: 13.5 ms at 64 keys, 10.2 at 128, 10.0 at 256 and 512).
+    static constexpr std::size_t BN = 256;
+    // Scores: MB queries x RK keys of dot products, plus RK key vectors and one query vector.
+    static constexpr std::size_t MB = std::min<std::size_t>(NQ, 4);
+    static constexpr std::size_t RK = std::clamp<std::size_t>((regs - 4) / (MB + 1), 1, 8);
+    // P V: MQ queries x NVd vectors of output columns, plus NVd value vectors and a broadcast;
+    // few queries take more columns, so that enough independent sums hide the FMA latency.
+    static constexpr std::size_t MQ = std::min<std::size_t>(NQ, regs >= 32 ? 8 : 4);
+    // (a divisor of DV's vectors, so that no one-vector tail blocks remain)
+    static constexpr std::size_t NVd = [] {
+        const std::size_t vectors = std::max<std::size_t>(1, DV / W);
+        std::size_t n = std::clamp<std::size_t>((regs - 4) / (MQ + 1), 1, 8);
+        while (vectors % n != 0) --n;
+        return n;
+    }();
+    static constexpr std::size_t max_chunks = 8;  // split-KV parts per batch index
+};
+
+// A work item's running state for NQ queries: unnormalised outputs (NQ x DV), and per query the
+// running max in exp2-eighths units and the running sum.
+template <class F, std::size_t NQ, std::size_t DV>
+struct decode_state {
+    F* o;
+    F* m;
+    F* l;
+    void clear() const noexcept {
+        std::fill(o, o + NQ * DV, F(0));
+        std::fill(m, m + NQ, -std::numeric_limits<F>::infinity());
+        std::fill(l, l + NQ, F(0));
+    }
+};
+
+// Whether the rows of operand X (read at rank R; Transposed: rows along its last axis) are memory
+// of the compute type with contiguous columns, read in place.
+template <class X, class F, std::size_t R, bool Transposed>
+inline constexpr bool in_place_rows = [] {
+    if constexpr (is_memory_leaf<X> && std::is_same_v<typename X::value_type, F>)
+        return X::layout::template strides_at<R>[Transposed ? R - 2 : R - 1] == 1;
+    else
+        return false;
+}();
+
+// Rows r .. of a matrix operand (element (r, c) at p[r * ld + c]): in place when it is memory of
+// the compute type with contiguous columns, else packed into `pack` through its expression.
+template <std::size_t Rows, std::size_t C, bool Transposed, class F, class X, std::size_t R>
+inline std::pair<const F*, std::size_t> contiguous_rows(const X& x, nd_pos<R> p, std::size_t r0, F* pack) noexcept {
+    constexpr std::size_t row_axis = Transposed ? R - 1 : R - 2, col_axis = Transposed ? R - 2 : R - 1;
+    if constexpr (in_place_rows<X, F, R, Transposed>) {
+        p.idx[row_axis] = r0;
+        p.idx[col_axis] = 0;
+        return {x.data() + X::layout::offset(p.idx), X::layout::template strides_at<R>[row_axis]};
+    } else {
+        for (std::size_t r = 0; r < Rows; ++r)
+            for (std::size_t c = 0; c < C; ++c) {
+                p.idx[row_axis] = r0 + r;
+                p.idx[col_axis] = c;
+                pack[r * C + c] = read<F>(x, p);
+            }
+        return {pack, C};
+    }
+}
+
+// Asks for `rows` rows of `bytes` bytes each, `ld` bytes apart, to be brought into cache: the
+// nest asks for rows PD keys ahead as it goes, so that the key-value stream from memory overlaps
+// the arithmetic (the micro-kernels walk a few rows column block by column block, which the
+// hardware prefetchers do not follow; asking for a whole tile at once stalled on the requests).
+inline void prefetch_rows(const void* p, std::size_t ld, std::size_t rows, std::size_t bytes) noexcept {
+    const char* base = static_cast<const char*>(p);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(base + r * ld + b);
+}
+
+// The score tree on S (NQ x KB, rows BN apart) with lanes along the keys; the row maxima to mx.
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, class F, class Tree, std::size_t Rs>
+inline void decode_tree(const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st, F* mx) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    for (std::size_t i = 0; i < NQ; ++i) {
+        pos.idx[Rs - 2] = i;
+        B mv(-std::numeric_limits<F>::infinity());
+        F ms = -std::numeric_limits<F>::infinity();
+        std::size_t j = 0;
+        for (; j + W <= KB; j += W) {
+            pos.idx[Rs - 1] = j0 + j;
+            const B s = read<B>(t, pos);
+            s.store_aligned(st + i * BN + j);
+            mv = simd::running_max(mv, s);
+        }
+        for (; j < KB; ++j) {
+            pos.idx[Rs - 1] = j0 + j;
+            st[i * BN + j] = read<F>(t, pos);
+            ms = simd::maximum(ms, st[i * BN + j]);
+        }
+        mx[i] = simd::maximum(ms, simd::reduce_max(mv));
+    }
+}
+
+// Online softmax of each query's row: P in place of S, the new maxima and sums, and the factor
+// alpha that rescales what the rows held before.
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, class F>
+inline void decode_softmax(F* st, const F* mx, const decode_state<F, NQ, DV>& s, F* alpha) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
+    for (std::size_t i = 0; i < NQ; ++i) {
+        const F mn = std::max(s.m[i], mx[i] * L8);
+        const F shift = mn == ninf ? F(0) : mn;
+        alpha[i] = s.m[i] == ninf ? F(0) : std::exp2((s.m[i] - shift) / 8);
+        s.m[i] = mn;
+        const B sh(shift);
+        B sum(F(0));
+        F* row = st + i * BN;
+        std::size_t j = 0;
+        for (; j + W <= KB; j += W) {
+            const B p = simd::exp_shifted(B::load_aligned(row + j), sh);
+            p.store_aligned(row + j);
+            sum = sum + p;
+        }
+        F tail = 0;
+        for (; j < KB; ++j) {
+            row[j] = row[j] == ninf ? F(0) : std::exp2((row[j] * L8 - shift) / 8);
+            tail += row[j];
+        }
+        s.l[i] = s.l[i] * alpha[i] + simd::reduce_add(sum) + tail;
+    }
+}
+
+// O = alpha O + P V_tile: MQ queries x NVd vectors of output columns per register tile, over KS
+// keys at a time, so that a few whole V rows are read at once (a whole tile column block by
+// column block left the loads waiting on memory: 2.3x slower); the columns past the last whole
+// vector in scalars.
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, std::size_t MQ, std::size_t NVd, class F>
+inline void decode_pv(const F* pt, const F* v, std::size_t ldv, const F* alpha, F* o) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, DVV = DV / W * W, KS = 8, PD = 32;
+    auto block = [&]<std::size_t Rows, std::size_t NV, std::size_t Keys>(std::size_t i0, std::size_t c0, std::size_t j0) {
+        B acc[Rows][NV];
+        for (std::size_t r = 0; r < Rows; ++r)
+            for (std::size_t c = 0; c < NV; ++c) {
+                const B prev = B::load_unaligned(o + (i0 + r) * DV + c0 + c * W);
+                acc[r][c] = j0 == 0 ? prev * B(alpha[i0 + r]) : prev;
+            }
+        micro_kernel<B, Rows, NV, Keys>(pt + i0 * BN + j0, BN, 1, v + j0 * ldv + c0, ldv, Keys, acc);
+        for (std::size_t r = 0; r < Rows; ++r)
+            for (std::size_t c = 0; c < NV; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c0 + c * W);
+    };
+    auto keys = [&]<std::size_t Keys>(std::size_t j0) {
+        prefetch_rows(v + (j0 + PD) * ldv, ldv * sizeof(F), Keys, DV * sizeof(F));  // may pass the end: harmless
+        auto columns = [&]<std::size_t NV>(std::size_t c0) {
+            std::size_t i0 = 0;
+            for (; i0 + MQ <= NQ; i0 += MQ) block.template operator()<MQ, NV, Keys>(i0, c0, j0);
+            if constexpr (NQ % MQ != 0) block.template operator()<NQ % MQ, NV, Keys>(i0, c0, j0);
+        };
+        std::size_t c0 = 0;
+        for (; c0 + NVd * W <= DVV; c0 += NVd * W) columns.template operator()<NVd>(c0);
+        for (; c0 < DVV; c0 += W) columns.template operator()<1>(c0);
+    };
+    std::size_t j0 = 0;
+    for (; j0 + KS <= KB; j0 += KS) keys.template operator()<KS>(j0);
+    if constexpr (KB % KS != 0) keys.template operator()<KB % KS>(j0);
+    for (std::size_t i = 0; i < NQ; ++i)
+        for (std::size_t c = DVV; c < DV; ++c) {
+            F acc = o[i * DV + c] * alpha[i];
+            for (std::size_t j = 0; j < KB; ++j) acc += pt[i * BN + j] * v[j * ldv + c];
+            o[i * DV + c] = acc;
+        }
+}
+
+// One work item: every query of batch index `batch` against keys [jb, je) (whole tiles but the
+// last), into the running state `s`.
+template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, class State>
+void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size_t batch, std::size_t jb, std::size_t je,
+                 const State& s) {
+    using Ss = typename Sc::shape_type;
+    using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
+    constexpr std::size_t R = S::rank, Rs = Ss::rank, NQ = MM::M, D = MM::K, DV = S::extents[R - 1];
+    using G = decode_tiling<F, Arch, NQ, D, DV>;
+    using B = typename G::B;
+    constexpr std::size_t BN = G::BN;
+    nd_pos<R> ob = batch_position<S>(batch);
+    nd_pos<Rs> sp{};  // the batch index at the score tree's rank (it broadcasts)
+    for (std::size_t k = 0; k + 2 < Rs; ++k) sp.idx[k] = ob.idx[k + R - Rs];
+    box<Rs> tile_box{sp.idx, sp.idx};
+    tile_box.hi[Rs - 2] = NQ - 1;
+
+    alignas(64) F qbuf[NQ * D];
+    alignas(64) F st[NQ * BN];
+    constexpr bool k_packed = !in_place_rows<Kt, F, Rs, true>, v_packed = !in_place_rows<Vl, F, R, false>;
+    alignas(64) F kpack[k_packed ? BN * D : 1];
+    alignas(64) F vpack[v_packed ? BN * DV : 1];
+    F mx[NQ], alpha[NQ];
+    for (std::size_t i = 0; i < NQ; ++i)
+        for (std::size_t d = 0; d < D; ++d) {
+            sp.idx[Rs - 2] = i;
+            sp.idx[Rs - 1] = d;
+            qbuf[i * D + d] = read<F>(q, nd_pos<Rs>{sp.idx});
+        }
+    using Tree = decltype(with_tile(sc, tile_leaf<F, Ss, false>{{}, nullptr}));
+    auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
+        const auto [k, ldk] = contiguous_rows<KB, D, true, F>(kt, sp, j0, kpack);
+        dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
+        decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
+        decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
+        const auto [vr, ldv] = contiguous_rows<KB, DV, false, F>(v, ob, j0, vpack);
+        decode_pv<B, NQ, KB, BN, DV, G::MQ, G::NVd>(st, vr, ldv, alpha, s.o);
+    };
+    auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
+        tile_box.lo[Rs - 1] = j0;
+        tile_box.hi[Rs - 1] = j0 + KB - 1;
+        const tile_cursor<F> cursor{st, BN, 0, j0};
+        const Tree tree = with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor});
+        if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
+        if constexpr (has_index_where<Tree>()) {
+            if (index_conditions_never(tree, tile_box)) return visit.template operator()<KB>(j0, without_index_masks(tree));
+        }
+        visit.template operator()<KB>(j0, tree);
+    };
+    constexpr std::size_t NK = MM::N;
+    std::size_t j0 = jb;
+    for (; j0 + BN <= je; j0 += BN) key_tile.template operator()<BN>(j0);
+    if constexpr (NK % BN != 0)
+        if (j0 < je) key_tile.template operator()<NK % BN>(j0);
+}
+
+// Writes O / l (zeros where every key was masked) to the output rows, and the log-sum-exp.
+template <std::size_t NQ, std::size_t DV, class F, class T, class U>
+void decode_finish(const decode_state<F, NQ, DV>& s, T* out, U* lse) noexcept {
+    for (std::size_t i = 0; i < NQ; ++i) {
+        const F inv = s.l[i] == F(0) ? F(0) : F(1) / s.l[i];
+        for (std::size_t c = 0; c < DV; ++c) out[i * DV + c] = static_cast<T>(s.o[i * DV + c] * inv);
+        if (lse != nullptr) lse[i] = static_cast<U>(s.m[i] / simd::log2e_x8<F> + std::log(s.l[i]));
+    }
+}
+
+// Merges the chunks' states into the first (each scaled to the common maximum).
+template <std::size_t NQ, std::size_t DV, class F>
+void decode_merge(const decode_state<F, NQ, DV>* parts, std::size_t chunks) noexcept {
+    const decode_state<F, NQ, DV>& s = parts[0];
+    for (std::size_t i = 0; i < NQ; ++i) {
+        F m = s.m[i];
+        for (std::size_t c = 1; c < chunks; ++c) m = std::max(m, parts[c].m[i]);
+        if (m == -std::numeric_limits<F>::infinity()) continue;  // every part empty
+        auto scale = [&](F mc) { return mc == -std::numeric_limits<F>::infinity() ? F(0) : std::exp2((mc - m) / 8); };
+        const F a0 = scale(s.m[i]);
+        for (std::size_t d = 0; d < DV; ++d) s.o[i * DV + d] *= a0;
+        s.l[i] *= a0;
+        for (std::size_t c = 1; c < chunks; ++c) {
+            const F a = scale(parts[c].m[i]);
+            for (std::size_t d = 0; d < DV; ++d) s.o[i * DV + d] += a * parts[c].o[i * DV + d];
+            s.l[i] += a * parts[c].l[i];
+        }
+        s.m[i] = m;
+    }
+}
+
+template <class Arch, class S, class T, class F, class Sc, class Ql, class Kt, class Vl, class U>
+void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse) {
+    using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
+    constexpr std::size_t NQ = MM::M, D = MM::K, NK = MM::N, DV = S::extents[S::rank - 1];
+    using G = decode_tiling<F, Arch, NQ, D, DV>;
+    using State = decode_state<F, NQ, DV>;
+    constexpr std::size_t batches = S::size / (NQ * DV), per_part = NQ * (DV + 2), BN = G::BN;
+    constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 20);
+    // Chunks of keys per batch index: only when there are fewer batch indices than threads, and
+    // only as many as the stack budget holds parts for.
+    constexpr std::size_t most = std::min(G::max_chunks, config::stack_budget / (batches * per_part * sizeof(F)));
+    const std::size_t workers = worth ? worker_count() : 1;
+    const std::size_t chunks = std::clamp<std::size_t>((workers + batches - 1) / batches, 1, std::max<std::size_t>(most, 1));
+    const std::size_t tiles = (NK + BN - 1) / BN, span = (tiles + chunks - 1) / chunks * BN;
+    auto state = [](F* mem) { return State{mem, mem + NQ * DV, mem + NQ * DV + NQ}; };
+    if (chunks == 1) {
+        parallel_for(batches, worth, [&](std::size_t b) {
+            alignas(64) F mem[per_part];
+            const State s = state(mem);
+            s.clear();
+            decode_keys<Arch, S, F>(sc, q, kt, v, b, 0, NK, s);
+            decode_finish(s, out + b * NQ * DV, lse ? lse + b * NQ : lse);
+        });
+        return;
+    }
+    if constexpr (most > 1) {
+        alignas(64) F mem[batches * most * per_part];
+        parallel_for(batches * chunks, true, [&](std::size_t item) {
+            const State s = state(mem + item * per_part);
+            s.clear();
+            const std::size_t c = item % chunks;
+            decode_keys<Arch, S, F>(sc, q, kt, v, item / chunks, std::min(NK, c * span), std::min(NK, (c + 1) * span), s);
+        });
+        for (std::size_t b = 0; b < batches; ++b) {
+            State parts[G::max_chunks];
+            for (std::size_t c = 0; c < chunks; ++c) parts[c] = state(mem + (b * chunks + c) * per_part);
+            decode_merge(parts, chunks);
+            decode_finish(parts[0], out + b * NQ * DV, lse ? lse + b * NQ : lse);
+        }
+    }
+}
+
+}  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend
