@@ -1,8 +1,9 @@
 // Parallel evaluation (attend::parallel: OpenMP) at 1 and 2 threads: attention over batch x heads
 // x query tiles for (B=4, H=16, N=1024, d=64) and (B=1, H=8, N=4096, d=128); a contraction over
 // (column block, row panel) items for a 1024 x 1024 x 1024 matmul and a batched projection with an
-// epilogue. Parallel efficiency at 2 threads = t(1) / (2 t(2)). Built with attend::parallel when
-// CMake finds OpenMP.
+// epilogue; a decode step (8 x 4 heads at len 8000, and one head group at len 64000, split across
+// the threads) and a one-token matvec (4096 x 4096). Parallel efficiency at 2 threads =
+// t(1) / (2 t(2)). Built with attend::parallel when CMake finds OpenMP.
 #include <attend/attend.hpp>
 #include <benchmark/benchmark.h>
 #include <memory>
@@ -59,6 +60,40 @@ void contraction(benchmark::State& state) {
     }
     state.counters["FLOPS"] = benchmark::Counter(2.0 * B * M * K * N, benchmark::Counter::kIsIterationInvariantRate);
 }
+// One decode step: G queries per KV head over a cache filled to len (8 x 4 heads: a work item per
+// head; 1 x 4: the keys split across the threads and merged by log-sum-exp).
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN, int Threads>
+void decode(benchmark::State& state) {
+    threads(state, Threads);
+    auto q = std::make_unique<attend::tensor<float, HKV, G, D>>(), o = std::make_unique<attend::tensor<float, HKV, G, D>>();
+    auto k = std::make_unique<attend::tensor<float, HKV, NMAX, D>>(), v = std::make_unique<attend::tensor<float, HKV, NMAX, D>>();
+    for (std::size_t n = 0; n < q->size; ++n) q->data()[n] = float(n % 13) * 0.05f - 0.3f;
+    for (std::size_t n = 0; n < k->size; ++n) k->data()[n] = float(n % 7) * 0.07f - 0.2f, v->data()[n] = float(n % 5) - 2.0f;
+    const int len = LEN;
+    for (auto _ : state) {
+        *o = attend::scaled_dot_product_attention(*q, *k, *v, attend::iota<2, HKV, G, NMAX>() >= len);
+        benchmark::DoNotOptimize(o->data());
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * HKV * LEN * D * sizeof(float)));
+}
+
+// One-token matvec y = x W^T, W (N, K): panels of the weight split across the threads.
+template <std::size_t K, std::size_t N, int Threads>
+void matvec(benchmark::State& state) {
+    threads(state, Threads);
+    auto x = std::make_unique<attend::tensor<float, 1, K>>();
+    auto w = std::make_unique<attend::tensor<float, N, K>>();
+    auto y = std::make_unique<attend::tensor<float, 1, N>>();
+    for (std::size_t n = 0; n < K; ++n) x->data()[n] = float(n % 13) * 0.05f - 0.3f;
+    for (std::size_t n = 0; n < N * K; ++n) w->data()[n] = float(n % 7) * 0.07f - 0.2f;
+    for (auto _ : state) {
+        *y = attend::matmul(*x, attend::transpose(*w));
+        benchmark::DoNotOptimize(y->data());
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * N * K * sizeof(float)));
+}
 }  // namespace
 
 BENCHMARK(bench::fma_peak);
@@ -70,4 +105,10 @@ BENCHMARK(contraction<1, 1024, 1024, 1024, false, 1>)->Name("matmul_1thread<1024
 BENCHMARK(contraction<1, 1024, 1024, 1024, false, 2>)->Name("matmul_2threads<1024, 1024, 1024>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(contraction<4, 256, 512, 512, true, 1>)->Name("projection_1thread<4, 256, 512, 512>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(contraction<4, 256, 512, 512, true, 2>)->Name("projection_2threads<4, 256, 512, 512>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(decode<8, 4, 128, 8192, 8000, 1>)->Name("decode_1thread<8, 4, 128, 8192, 8000>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(decode<8, 4, 128, 8192, 8000, 2>)->Name("decode_2threads<8, 4, 128, 8192, 8000>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(decode<1, 4, 128, 65536, 64000, 1>)->Name("decode_1thread<1, 4, 128, 65536, 64000>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(decode<1, 4, 128, 65536, 64000, 2>)->Name("decode_2threads<1, 4, 128, 65536, 64000>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(matvec<4096, 4096, 1>)->Name("matvec_1thread<4096, 4096>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(matvec<4096, 4096, 2>)->Name("matvec_2threads<4096, 4096>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

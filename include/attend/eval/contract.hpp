@@ -377,6 +377,7 @@ template <class Arch, class S, class T, class F, bool Plain, class E>
 auto tile_finisher(T* out, const E& tree) {
     return [out, &tree](const auto& p, const F* tile, std::size_t ld, std::size_t rows, std::size_t ncols) {
         if constexpr (Plain) {
+            (void)tree;
             finish_tile<Arch, S, T>(out, p, tile, ld, rows, ncols, static_cast<const void*>(nullptr));
         } else {
             const tile_cursor<F> cursor{tile, ld, p.idx[S::rank - 2], p.idx[S::rank - 1]};
