@@ -197,8 +197,8 @@ BOOST_AUTO_TEST_CASE(masked_rows_give_zeros_and_never_nan) {
     }
 }
 
-// The decode nest (a few queries against a long cache): every query count from 1 to 17 (17
-// takes the prefill nest), GQA groups folded into the query axis, a cache of static capacity
+// The decode nest (a few queries against a long cache): every query count from 1 to 17 (16 and
+// 17 take the prefill nest), GQA groups folded into the query axis, a cache of static capacity
 // filled to len = 0, 1, a key tile's edge (256) +- 1 and the capacity, and a chunk of new tokens
 // aligned bottom-right (key j is visible to new token i when j <= pos + i).
 template <std::size_t G>

@@ -70,8 +70,9 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(matmul_odd_sizes, Z, matmul_sizes) {
 }
 
 // The matvec plan (M up to 16 rows, the weight read in place): every row count from 1 to 17 (17
-// takes the contraction), odd K and N, both weight layouts, fused epilogues, the residual in
-// place; and panels: several, a vector tail, K beyond a vector with a tail.
+// takes the contraction), odd K and N with weights large enough for the plan (M x 256 KiB from
+// three rows), both weight layouts, fused epilogues, the residual in place; and panels: several,
+// a vector tail, K beyond a vector with a tail.
 template <std::size_t M, std::size_t K, std::size_t N>
 void check_matvec() {
     auto x = std::make_unique<tensor<float, M, K>>();
@@ -88,12 +89,19 @@ void check_matvec() {
     static_assert(attend::plan_of<decltype(attend::matmul(*x, *w))> == expected);
     static_assert(attend::plan_of<decltype(attend::matmul(*x, attend::transpose(*wt)) + bias)> == expected);
     const double tol = 1e-5 * std::sqrt(double(K));
-    auto xw = [&](const ref::index& i) {
-        return dot(K, [&](std::size_t k) { return ref::at(*x, {i[0], k}); }, [&](std::size_t k) { return ref::at(*w, {k, i[1]}); });
-    };
-    auto xwt = [&](const ref::index& i) {
-        return dot(K, [&](std::size_t k) { return ref::at(*x, {i[0], k}); }, [&](std::size_t k) { return ref::at(*wt, {i[1], k}); });
-    };
+    // The double references once (large weights): x W, x W^T and x2 W for x2 = x * 2 - 0.5 in float.
+    std::vector<double> ref_w(M * N, 0.0), ref_wt(M * N, 0.0), ref_x2(M * N, 0.0);
+    for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t k = 0; k < K; ++k) {
+            const double a = (*x)(m, k), a2 = float((*x)(m, k) * 2.0f - 0.5f);
+            for (std::size_t n = 0; n < N; ++n) {
+                ref_w[m * N + n] += a * (*w)(k, n);
+                ref_wt[m * N + n] += a * (*wt)(n, k);
+                ref_x2[m * N + n] += a2 * (*w)(k, n);
+            }
+        }
+    auto xw = [&](const ref::index& i) { return ref_w[i[0] * N + i[1]]; };
+    auto xwt = [&](const ref::index& i) { return ref_wt[i[0] * N + i[1]]; };
     auto out = std::make_unique<tensor<float, M, N>>();
     *out = attend::matmul(*x, *w);
     ref::expect_all(*out, xw, tol);
@@ -101,27 +109,24 @@ void check_matvec() {
     ref::expect_all(*out, xwt, tol);
     // Epilogues: bias and activation; the residual read from the destination itself (in place).
     *out = attend::sigmoid(attend::matmul(*x, *w) + bias);
-    ref::expect_all(*out, [&](const ref::index& i) { return 1 / (1 + std::exp(-(xw(i) + ref::at(bias, {i[1]})))); }, tol);
+    ref::expect_all(*out, [&](const ref::index& i) { return 1 / (1 + std::exp(-(xw(i) + bias(i[1])))); }, tol);
     *out = *r;
     *out = attend::matmul(*x, attend::transpose(*wt)) + *out;
-    ref::expect_all(*out, [&](const ref::index& i) { return xwt(i) + ref::at(*r, {i[0], i[1]}); }, tol);
+    ref::expect_all(*out, [&](const ref::index& i) { return xwt(i) + (*r)(i[0], i[1]); }, tol);
     // x as an expression: evaluated once, then read in place.
     *out = attend::matmul(*x * 2.0f - 0.5f, *w);
-    ref::expect_all(*out, [&](const ref::index& i) {
-        return dot(K, [&](std::size_t k) { return double(float(ref::at(*x, {i[0], k}) * 2.0f - 0.5f)); },
-                   [&](std::size_t k) { return ref::at(*w, {k, i[1]}); });
-    }, tol);
+    ref::expect_all(*out, [&](const ref::index& i) { return ref_x2[i[0] * N + i[1]]; }, tol);
 }
 
 template <std::size_t... M>
 void check_matvec_rows(std::index_sequence<M...>) {
-    (check_matvec<M + 1, 2 * M + 23, 3 * M + 41>(), ...);
+    (check_matvec<M + 1, 2 * M + 1001, 70 * M + 111>(), ...);
 }
 
 BOOST_AUTO_TEST_CASE(matvec_every_row_count_both_layouts) {
     check_matvec_rows(std::make_index_sequence<17>{});
     check_matvec<1, 21, 4100>();  // two panels of whole rows, the second four columns wide
-    check_matvec<3, 9, 4100>();   // panels of 1360 columns
+    check_matvec<3, 65, 4100>();  // panels of 1360 columns
     check_matvec<2, 1031, 19>();  // long dot products with a K tail
 }
 

@@ -1,4 +1,4 @@
-// attend/eval/decode.hpp — the attention plan's nest for a few queries (NQ up to 16: the query
+// attend/eval/decode.hpp — the attention plan's nest for a few queries (NQ up to 15: the query
 // heads of a GQA group folded into the query axis, or a few new tokens) over a long key-value
 // cache. One work item takes every query of a batch index against a range of keys, so each K and
 // V row is read once; lanes run along the head dimension:
@@ -30,7 +30,9 @@ template <class F, class Arch, std::size_t NQ, std::size_t D, std::size_t DV>
 struct decode_tiling {
     using B = simd::batch<F, Arch>;
     static constexpr std::size_t W = simd::lanes<B>, regs = simd::vector_registers<Arch>;
-    static constexpr std::size_t max_queries = 16;  // beyond, the prefill nest fills its lanes
+    // From 16 queries the prefill nest fills its query lanes and was faster (Zen 1, 4 x 16 heads
+    // over 8000 keys: 11.5 against 14.5 ms; at 8 queries decode 8.3-13.6, prefill 12.4-13.3).
+    static constexpr std::size_t max_queries = 15;
     // Keys per tile: fewer, longer passes over K and V per tile were faster (Zen 1, 8 x 4 heads,
     // len 8000: 13.5 ms at 64 keys, 10.2 at 128, 10.0 at 256 and 512).
     static constexpr std::size_t BN = 256;

@@ -109,7 +109,7 @@ std::string explain(const E& e) {
         using DT = detail::decode_tiling<F, Arch, MM::M, MM::K, DV>;
         s += "plan: attention (online softmax, no " + std::to_string(MM::M) + " x " + std::to_string(MM::N) +
              " score matrix in memory), per batch index:\n";
-        if constexpr (MM::M <= DT::max_queries)
+        if constexpr (MM::M <= DT::max_queries)  // as evaluate_attention decides
             s += "  decode nest: all " + std::to_string(MM::M) + " queries against each key tile of " + std::to_string(DT::BN) +
                  " (every K and V row read once), lanes along the head dimension; keys split across threads when there are "
                  "fewer batch indices than threads\n";
@@ -158,7 +158,7 @@ std::string explain(const E& e) {
         s += std::string("  x (") + (detail::in_place<A, F, 0> ? "read in place" : "materialised first") + "): " + detail::describe<A>() + "\n";
         s += std::string("  weight (read in place, ") +
              (by_rows ? std::to_string(G::U) + " rows of (K, N) at a time added into the panel's sums"
-                      : std::to_string(G::RN) + " rows of (N, K) at a time as dot products with " + std::to_string(G::MB) + " rows of x") +
+                      : std::to_string(G::RN) + " rows of (N, K) at a time as dot products, " + std::to_string(G::MB) + " row(s) of x per register tile") +
              "): " + detail::describe<decltype(MM::b)>() + "\n";
         if constexpr (!is_kind<L, kind::matmul>) s += "  epilogue per finished panel: " + detail::describe<L>() + "\n";
     } else if constexpr (p == plan::softmax || p == plan::reduction) {

@@ -1,5 +1,6 @@
-// attend/eval/matvec.hpp — the matvec plan: a few rows (M up to 16) times a weight matrix read in
-// place, each weight streamed from memory once. One-token steps are bound by memory, not FMAs.
+// attend/eval/matvec.hpp — the matvec plan: a few rows (M up to 16; more than two only for a
+// weight beyond L2) times a weight matrix read in place, each weight streamed from memory once.
+// One-token steps are bound by memory, not FMAs.
 //
 // The weight is a memory leaf of the compute type in one of two layouts:
 // - `rows_k`: B (K, N) with N contiguous (`matmul(x, W)`, W (K, N)). Each work item owns a panel of
@@ -45,9 +46,13 @@ template <class F, class Arch, std::size_t M, std::size_t N>
 struct matvec_tiling {
     using B = simd::batch<F, Arch>;
     static constexpr std::size_t W = simd::lanes<B>, regs = simd::vector_registers<Arch>;
-    // Up to this many rows the plan applies: beyond it the FMAs, not the bytes, bound the step
-    // and the register-blocked contraction is faster.
+    // When the plan applies: up to 16 rows; beyond two rows only for a weight of at least
+    // M x 256 KiB, which comes from beyond L2 — a weight in cache with more rows is bound by
+    // FMAs, where the register-blocked contraction was faster (Zen 1: 16 x 512 x 512 290 against
+    // 502 µs, 16^3 0.48 against 0.86 µs), while from memory the matvec plan won up to 16 rows
+    // (16 x 4096 x 4096: 28-46 against 56-64 ms; 1 x 4096 x 4096: 4.9 against 32-40 ms).
     static constexpr std::size_t max_rows = 16;
+    static constexpr bool worth(std::size_t K) { return M <= 2 || K * N * sizeof(F) >= M * (std::size_t{256} << 10); }
     // Panel columns at most: the sums (M x NP) fit in 16 KiB of L1. A panel of whole weight rows
     // reads (K, N) as one forward stream, measured 20 % faster than half rows; panels are only
     // narrowed at run time to give each thread work.
@@ -66,7 +71,8 @@ inline constexpr bool matvec_applies = [] {
         return false;
     } else {
         using F = compute_t<MM, double>;
-        return MM::M <= matvec_tiling<F, simd::default_arch, MM::M, MM::N>::max_rows &&
+        using G = matvec_tiling<F, simd::default_arch, MM::M, MM::N>;
+        return MM::M <= G::max_rows && G::worth(MM::K) &&
                std::is_same_v<typename decltype(MM::a)::value_type, F> && weight_layout_of<decltype(MM::b), F> != weight_layout::none;
     }
 }();
