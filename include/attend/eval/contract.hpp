@@ -92,27 +92,6 @@ inline void micro_kernel(const F* a, std::size_t lda, std::size_t ka, const F* b
     }
 }
 
-// Element (row, col) of the matrix of a memory leaf at batch position p, and its row stride.
-template <class Leaf, std::size_t R>
-inline auto matrix_at(const Leaf& leaf, nd_pos<R> p, std::size_t row, std::size_t col) noexcept {
-    p.idx[R - 2] = row;
-    p.idx[R - 1] = col;
-    constexpr std::size_t ld = Leaf::layout::template strides_at<R>[R - 2];
-    return std::pair{leaf.data() + Leaf::layout::offset(p.idx), ld};
-}
-
-// A memory leaf of the compute type whose axis `Axis` (from the end) is contiguous can be read
-// by the kernel in place; `leading` is then the stride of the other matrix axis.
-template <class Leaf, class F, std::size_t FromEnd>
-inline constexpr bool in_place = [] {
-    if constexpr (is_memory_leaf<Leaf>) {
-        constexpr std::size_t r = Leaf::shape_type::rank;
-        return std::is_same_v<typename Leaf::value_type, F> && Leaf::strides[r - 1 - FromEnd] == 1;
-    } else {
-        return false;
-    }
-}();
-
 // Whether every column block of B can be read in place (memory of the compute type, whole
 // blocks), and whether its rows are so far apart (N * sizeof(F) a multiple of 2 KiB, or 1 KiB
 // over a k block of more than 64 KiB) that they share a few L1 sets: such a panel is packed on an

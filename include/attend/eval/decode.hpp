@@ -66,22 +66,12 @@ struct decode_state {
     }
 };
 
-// Whether the rows of operand X (read at rank R; Transposed: rows along its last axis) are memory
-// of the compute type with contiguous columns, read in place.
-template <class X, class F, std::size_t R, bool Transposed>
-inline constexpr bool in_place_rows = [] {
-    if constexpr (is_memory_leaf<X> && std::is_same_v<typename X::value_type, F>)
-        return X::layout::template strides_at<R>[Transposed ? R - 2 : R - 1] == 1;
-    else
-        return false;
-}();
-
 // Rows r .. of a matrix operand (element (r, c) at p[r * ld + c]): in place when it is memory of
 // the compute type with contiguous columns, else packed into `pack` through its expression.
 template <std::size_t Rows, std::size_t C, bool Transposed, class F, class X, std::size_t R>
 inline std::pair<const F*, std::size_t> contiguous_rows(const X& x, nd_pos<R> p, std::size_t r0, F* pack) noexcept {
     constexpr std::size_t row_axis = Transposed ? R - 1 : R - 2, col_axis = Transposed ? R - 2 : R - 1;
-    if constexpr (in_place_rows<X, F, R, Transposed>) {
+    if constexpr (in_place<X, F, Transposed ? 1 : 0>) {
         p.idx[row_axis] = r0;
         p.idx[col_axis] = 0;
         return {x.data() + X::layout::offset(p.idx), X::layout::template strides_at<R>[row_axis]};
@@ -218,7 +208,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
 
     alignas(64) F qbuf[NQ * D];
     alignas(64) F st[NQ * BN];
-    constexpr bool k_packed = !in_place_rows<Kt, F, Rs, true>, v_packed = !in_place_rows<Vl, F, R, false>;
+    constexpr bool k_packed = !in_place<Kt, F, 1>, v_packed = !in_place<Vl, F, 0>;
     alignas(64) F kpack[k_packed ? BN * D : 1];
     alignas(64) F vpack[v_packed ? BN * DV : 1];
     F mx[NQ], alpha[NQ];

@@ -30,16 +30,9 @@ enum class weight_layout { none, rows_k, rows_n };
 
 // How the kernel can stream operand B (..., K, N) of compute type F.
 template <class Bop, class F>
-inline constexpr weight_layout weight_layout_of = [] {
-    if constexpr (is_memory_leaf<Bop> && std::is_same_v<typename Bop::value_type, F>) {
-        constexpr std::size_t r = Bop::shape_type::rank;
-        if constexpr (Bop::strides[r - 1] == 1) return weight_layout::rows_k;
-        else if constexpr (Bop::strides[r - 2] == 1) return weight_layout::rows_n;
-        else return weight_layout::none;
-    } else {
-        return weight_layout::none;
-    }
-}();
+inline constexpr weight_layout weight_layout_of = in_place<Bop, F, 0>   ? weight_layout::rows_k
+                                                  : in_place<Bop, F, 1> ? weight_layout::rows_n
+                                                                        : weight_layout::none;
 
 // The matvec schedule for element type F on the target (docs/performance.md, "Tuning history").
 template <class F, class Arch, std::size_t M, std::size_t N>
@@ -76,14 +69,6 @@ inline constexpr bool matvec_applies = [] {
                std::is_same_v<typename decltype(MM::a)::value_type, F> && weight_layout_of<decltype(MM::b), F> != weight_layout::none;
     }
 }();
-
-// Pointer to element (row, col) of the matrix of memory leaf `leaf` at batch position p.
-template <class Leaf, std::size_t R>
-inline auto element_at(const Leaf& leaf, nd_pos<R> p, std::size_t row, std::size_t col) noexcept {
-    p.idx[R - 2] = row;
-    p.idx[R - 1] = col;
-    return leaf.data() + Leaf::layout::offset(p.idx);
-}
 
 // g++ 12 -O3 reports false -Waggressive-loop-optimizations errors in the tail loops below once
 // they are inlined into a call with constant extents (loops that run zero times there); silenced
@@ -192,8 +177,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
     constexpr std::size_t W = G::W;
     constexpr std::size_t NP = G::NP, batches = S::size / (M * N);
     constexpr weight_layout wl = weight_layout_of<Bop, F>;
-    static_assert(wl != weight_layout::none && is_memory_leaf<A> && A::strides[A::shape_type::rank - 1] == 1,
-                  "attend internal: matvec: operands not in place");
+    static_assert(wl != weight_layout::none && in_place<A, F, 0>, "attend internal: matvec: operands not in place");
     constexpr std::size_t ldx = A::layout::template strides_at<R>[R - 2];
     constexpr std::size_t ldw = Bop::layout::template strides_at<R>[wl == weight_layout::rows_k ? R - 2 : R - 1];
     constexpr bool worth = batches * M * N * K >= (std::size_t{1} << 18);
@@ -208,8 +192,8 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         if (j0 >= N) return;
         const std::size_t ncols = std::min(width, N - j0);
         alignas(64) F y[M * NP];
-        const F* x = element_at(mm.a, p, 0, 0);
-        const F* w = element_at(mm.b, p, 0, j0);
+        const F* x = matrix_at(mm.a, p, 0, 0).first;
+        const F* w = matrix_at(mm.b, p, 0, j0).first;
         if constexpr (wl == weight_layout::rows_k) axpy_panel<B, M, K, G::U>(x, ldx, w, ldw, ncols, y, NP);
         else dot_panel<B, M, G::MB, G::RN, K>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;

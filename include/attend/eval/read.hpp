@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "../config.hpp"
 #include "../expr/index.hpp"
@@ -130,6 +131,29 @@ inline B read(const iota_leaf<Axis, S>&, const nd_pos<R, L>& p) noexcept {
 // around it (a contraction's epilogue, attention's score tree): element (i, j) of the last two
 // axes at data[(i - i0) * ld + (j - j0)], or with Transposed (keys-major, queries in lanes)
 // at data[(j - j0) * ld + (i - i0)].
+// ---- kernel operands read in place -----------------------------------------------------------
+
+// Element (row, col) of the matrix of a memory leaf at batch position p, and its row stride.
+template <class Leaf, std::size_t R>
+inline auto matrix_at(const Leaf& leaf, nd_pos<R> p, std::size_t row, std::size_t col) noexcept {
+    p.idx[R - 2] = row;
+    p.idx[R - 1] = col;
+    constexpr std::size_t ld = Leaf::layout::template strides_at<R>[R - 2];
+    return std::pair{leaf.data() + Leaf::layout::offset(p.idx), ld};
+}
+
+// A memory leaf of the compute type whose axis `FromEnd` (counted from the last) is contiguous
+// can be read by a kernel in place (contraction, matvec, attention and decode operands).
+template <class Leaf, class F, std::size_t FromEnd>
+inline constexpr bool in_place = [] {
+    if constexpr (is_memory_leaf<Leaf>) {
+        constexpr std::size_t r = Leaf::shape_type::rank;
+        return std::is_same_v<typename Leaf::value_type, F> && Leaf::strides[r - 1 - FromEnd] == 1;
+    } else {
+        return false;
+    }
+}();
+
 template <class F>
 struct tile_cursor {
     const F* data;
