@@ -147,6 +147,24 @@ BOOST_AUTO_TEST_CASE(attention_softmax_and_reductions_into_an_operand) {
     const tensor<float, 64, 32> want_q = attend::scaled_dot_product_attention(v0, k, v0, attend::causal_mask<64, 64>());
     ref::expect_all(q, [&](auto& i) { return ref::at(want_q, i); }, 1e-6);
 
+    // The decode nest (4 queries per head): the queries replaced by their output, and the first
+    // four cache rows replaced by an attention that reads the whole cache.
+    tensor<float, 2, 4, 16> dq, dq0;
+    auto dk = std::make_unique<tensor<float, 2, 300, 16>>(), dv = std::make_unique<tensor<float, 2, 300, 16>>();
+    ref::fill(dq, 45);
+    ref::fill(*dk, 46);
+    ref::fill(*dv, 47);
+    dq0 = dq;
+    const auto cache_len = attend::iota<2, 2, 4, 300>() >= 277;
+    const tensor<float, 2, 4, 16> want_d = attend::scaled_dot_product_attention(dq0, *dk, *dv, cache_len);
+    dq = attend::scaled_dot_product_attention(dq, *dk, *dv, cache_len);
+    ref::expect_all(dq, [&](auto& i) { return ref::at(want_d, i); }, 1e-6);
+    const tensor<float, 2, 300, 16> dk0 = *dk;
+    const tensor<float, 2, 4, 16> want_k = attend::scaled_dot_product_attention(dq0, dk0, *dv, cache_len);
+    attend::slice<1, 4>(*dk, 0) = attend::scaled_dot_product_attention(dq0, *dk, *dv, cache_len);
+    ref::expect_all(attend::eval(attend::slice<1, 4>(*dk, 0)), [&](auto& i) { return ref::at(want_k, i); }, 1e-6);
+    ref::expect_all(attend::eval(attend::slice<1, 296>(*dk, 4)), [&](auto& i) { return ref::at(dk0, {i[0], i[1] + 4, i[2]}); }, 0);
+
     tensor<float, 8, 20> s, s0;
     ref::fill(s, 44);
     s0 = s;
