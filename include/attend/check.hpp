@@ -105,6 +105,18 @@ struct heads_divide {
     static constexpr bool ok = H > 0 && S::rank >= 1 && S::extents[S::rank - 1] % H == 0;
 };
 
+// A normalisation's weight is a vector as long as the normalised (last) axis.
+template <class Op, class S, class W>
+struct norm_weight {
+    static constexpr bool ok = S::rank >= 1 && W::rank == 1 && W::extents[0] == S::extents[S::rank - 1];
+};
+
+// Rotary embeddings: (..., T, D) with D a whole number of heads of an even HeadDim.
+template <class Op, std::size_t HeadDim, class S>
+struct rotary_heads {
+    static constexpr bool ok = S::rank >= 2 && HeadDim >= 2 && HeadDim % 2 == 0 && S::extents[S::rank - 1] % HeadDim == 0;
+};
+
 }  // namespace attend::check
 
 namespace attend::check {

@@ -4,5 +4,6 @@
 #pragma once
 
 #include "attend.hpp"
+#include "nn/decoder.hpp"
 #include "nn/layers.hpp"
 #include "nn/weights.hpp"

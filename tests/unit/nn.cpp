@@ -1,5 +1,6 @@
 // Layers against the double reference, and reflected weights: load/save round trips, parameter
 // counts, summaries, and every kind of bad input leaving the model untouched.
+#include <array>
 #include <attend/nn.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -205,6 +206,156 @@ BOOST_AUTO_TEST_CASE(weights_in_constant_memory) {
         for (std::size_t e = 0; e < E; ++e) s += ref::at(x, {i[0], e}) * double(wq[e * D + i[1]]);
         return s;
     }, 1e-5);
+}
+
+// The Llama layers: RMSNorm, rotary embeddings (also written over their own input), SwiGLU, the
+// embedding lookup, and a decoder step over a KV cache, all against double references.
+BOOST_AUTO_TEST_CASE(llama_layers_match_the_reference) {
+    tensor<float, 2, 3, 16> x;
+    tensor<float, 16> g;
+    ref::fill(x, 31);
+    ref::fill(g, 32, 0.5, 1.5);
+    tensor<float, 2, 3, 16> n = attend::nn::rms_norm(x, g);
+    ref::expect_all(n, [&](auto& i) {
+        double ss = 0;
+        for (std::size_t e = 0; e < 16; ++e) ss += ref::at(x, {i[0], i[1], e}) * ref::at(x, {i[0], i[1], e});
+        return ref::at(x, i) / std::sqrt(ss / 16 + 1e-5) * ref::at(g, {i[2]});
+    }, 1e-5);
+
+    // Heads of 8: pair k of token t turns by (pos + t) * 10000^(-2k/8); pos = 37.
+    tensor<float, 3, 16> r;
+    ref::fill(r, 33);
+    const tensor<float, 3, 16> r0 = r;
+    auto rotated = [&](auto& i) {
+        const std::size_t t = i[0], c = i[1], k = (c % 8) / 2, first = c - c % 2;
+        const double a = double(37 + t) * std::pow(10000.0, -2.0 * double(k) / 8.0);
+        const double u = r0(t, first), v = r0(t, first + 1);
+        return c % 2 == 0 ? u * std::cos(a) - v * std::sin(a) : u * std::sin(a) + v * std::cos(a);
+    };
+    tensor<float, 3, 16> fresh = attend::nn::rope<8>(r, 37);
+    ref::expect_all(fresh, rotated, 1e-5);
+    r = attend::nn::rope<8>(r, 37);  // the destination on the right side
+    ref::expect_all(r, rotated, 1e-5);
+
+    tensor<float, 4, 6> a, b;
+    ref::fill(a, 34, -6.0, 6.0);
+    ref::fill(b, 35);
+    tensor<float, 4, 6> s = attend::nn::swiglu(a, b);
+    ref::expect_all(s, [&](auto& i) { return ref::at(a, i) / (1 + std::exp(-ref::at(a, i))) * ref::at(b, i); }, 1e-5);
+
+    tensor<float, 5, 3> table;
+    ref::fill(table, 36);
+    const tensor<std::int32_t, 4> ids{4, 0, 4, 2};
+    tensor<float, 4, 3> e = attend::nn::embedding(table, ids);
+    ref::expect_all(e, [&](auto& i) { return ref::at(table, {std::size_t(ids(i[0])), i[1]}); }, 0.0);
+}
+
+namespace {
+// A decoder layer in double precision, one token at a time, in llama2.c's order of operations.
+template <class C>
+struct reference_decoder {
+    static constexpr std::size_t D = C::dim, F = C::hidden, H = C::heads, KV = C::kv_dim, HD = C::head;
+    std::vector<double> keys, values;  // (capacity, KV)
+    reference_decoder() : keys(C::capacity * KV), values(C::capacity * KV) {}
+
+    template <class W>
+    static std::vector<double> apply(const W& w, const std::vector<double>& v, std::size_t rows, std::size_t cols) {
+        std::vector<double> y(rows);
+        for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t c = 0; c < cols; ++c) y[r] += double(w.data()[r * cols + c]) * v[c];
+        return y;
+    }
+    template <class G>
+    static std::vector<double> norm(const std::vector<double>& v, const G& g) {
+        double ss = 0;
+        for (double e : v) ss += e * e;
+        std::vector<double> y(v.size());
+        for (std::size_t k = 0; k < v.size(); ++k) y[k] = v[k] / std::sqrt(ss / double(v.size()) + 1e-5) * double(g.data()[k]);
+        return y;
+    }
+    static void rotate(std::vector<double>& v, std::size_t pos) {
+        for (std::size_t i = 0; i < v.size(); i += 2) {
+            const double a = double(pos) * std::pow(10000.0, -double(i % HD) / double(HD)), x0 = v[i], x1 = v[i + 1];
+            v[i] = x0 * std::cos(a) - x1 * std::sin(a);
+            v[i + 1] = x0 * std::sin(a) + x1 * std::cos(a);
+        }
+    }
+    template <class W>
+    void step(std::vector<double>& x, const W& w, std::size_t pos) {
+        const auto xb = norm(x, w.attention_norm);
+        auto q = apply(w.wq, xb, D, D), k = apply(w.wk, xb, KV, D);
+        const auto v = apply(w.wv, xb, KV, D);
+        rotate(q, pos);
+        rotate(k, pos);
+        std::copy(k.begin(), k.end(), keys.begin() + std::ptrdiff_t(pos * KV));
+        std::copy(v.begin(), v.end(), values.begin() + std::ptrdiff_t(pos * KV));
+        std::vector<double> att(D);
+        for (std::size_t h = 0; h < H; ++h) {
+            const std::size_t kh = h / C::group;
+            std::vector<double> s(pos + 1);
+            double mx = -INFINITY, z = 0;
+            for (std::size_t t = 0; t <= pos; ++t) {
+                for (std::size_t d = 0; d < HD; ++d) s[t] += q[h * HD + d] * keys[t * KV + kh * HD + d];
+                s[t] /= std::sqrt(double(HD));
+                mx = std::max(mx, s[t]);
+            }
+            for (std::size_t t = 0; t <= pos; ++t) z += std::exp(s[t] - mx);
+            for (std::size_t t = 0; t <= pos; ++t)
+                for (std::size_t d = 0; d < HD; ++d) att[h * HD + d] += std::exp(s[t] - mx) / z * values[t * KV + kh * HD + d];
+        }
+        const auto o = apply(w.wo, att, D, D);
+        for (std::size_t k2 = 0; k2 < D; ++k2) x[k2] += o[k2];
+        const auto xf = norm(x, w.ffn_norm);
+        auto h1 = apply(w.w1, xf, F, D);
+        const auto h3 = apply(w.w3, xf, F, D);
+        for (std::size_t k2 = 0; k2 < F; ++k2) h1[k2] = h1[k2] / (1 + std::exp(-h1[k2])) * h3[k2];
+        const auto down = apply(w.w2, h1, D, F);
+        for (std::size_t k2 = 0; k2 < D; ++k2) x[k2] += down[k2];
+    }
+};
+}  // namespace
+
+// Two decoder layers (grouped queries: 4 heads over 2 KV heads) run for 9 tokens, against the
+// double reference; the capacity (12) exceeds the tokens, so cache rows past pos must not count.
+BOOST_AUTO_TEST_CASE(decoder_steps_match_the_reference) {
+    using C = attend::nn::decoder_config<32, 40, 4, 2, 12>;
+    struct layer_weights {
+        tensor<float, 32> an, fn;
+        tensor<float, 32, 32> wq, wo;
+        tensor<float, 16, 32> wk, wv;
+        tensor<float, 40, 32> w1, w3;
+        tensor<float, 32, 40> w2;
+    };
+    auto store = std::make_unique<std::array<layer_weights, 2>>();
+    std::vector<attend::nn::decoder_weights<C>> views;
+    for (std::uint32_t l = 0; l < 2; ++l) {
+        auto& s = (*store)[l];
+        ref::fill(s.an, 40 + 10 * l, 0.5, 1.5);
+        ref::fill(s.fn, 41 + 10 * l, 0.5, 1.5);
+        ref::fill(s.wq, 42 + 10 * l, -0.3, 0.3);
+        ref::fill(s.wk, 43 + 10 * l, -0.3, 0.3);
+        ref::fill(s.wv, 44 + 10 * l, -0.3, 0.3);
+        ref::fill(s.wo, 45 + 10 * l, -0.3, 0.3);
+        ref::fill(s.w1, 46 + 10 * l, -0.3, 0.3);
+        ref::fill(s.w2, 47 + 10 * l, -0.3, 0.3);
+        ref::fill(s.w3, 48 + 10 * l, -0.3, 0.3);
+        views.push_back({s.an, s.wq, s.wk, s.wv, s.wo, s.fn, s.w1, s.w2, s.w3});
+    }
+    auto cache = std::make_unique<std::array<attend::nn::kv_cache<C>, 2>>();
+    ref::fill((*cache)[0].keys, 49);  // stale rows past pos must not be read
+    ref::fill((*cache)[1].values, 50);
+    attend::nn::decoder_scratch<C> scratch;
+    std::array<reference_decoder<C>, 2> want;
+    for (std::size_t pos = 0; pos < 9; ++pos) {
+        tensor<float, 1, 32> x;
+        ref::fill(x, 60 + std::uint32_t(pos));
+        std::vector<double> xr(x.data(), x.data() + 32);
+        for (std::size_t l = 0; l < 2; ++l) {
+            attend::nn::decoder_step(x, views[l], (*cache)[l], pos, scratch);
+            want[l].step(xr, views[l], pos);
+        }
+        for (std::size_t k = 0; k < 32; ++k) BOOST_TEST(ref::close(x(0, k), xr[k], 2e-5), "pos " << pos << " [" << k << "]: " << x(0, k) << " vs " << xr[k]);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,10 +6,19 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "../attend.hpp"
+
+namespace attend::op {
+struct rms_norm {};
+struct rope {};
+struct swiglu {};
+}  // namespace attend::op
 
 namespace attend::nn {
 
@@ -82,6 +91,77 @@ auto multi_head_attention(const X& x, const WQ& w_q, const WK& w_k, const WV& w_
     };
     auto o = detail::attention<M, Hd::T>(split(matmul(x, w_q)), split(matmul(x, w_k)), split(matmul(x, w_v)));
     return matmul(reshape_as<S>(permute_by<typename Hd::swap>(std::move(o))), w_o);
+}
+
+namespace detail {
+// An argument used twice in a layer's formula must outlive the expression: a node is copied, a
+// named tensor is referenced, and a temporary tensor would dangle, so it is refused.
+template <class X>
+inline constexpr bool reusable = !(std::is_rvalue_reference_v<X&&> && (is_tensor<std::remove_cvref_t<X>>));
+
+template <class X>
+using value_t = typename operand_t<X>::value_type;
+
+// The positions of a rotary pair, swapped.
+inline const tensor<std::int32_t, 2> swap_pair{1, 0};
+}  // namespace detail
+
+// RMSNorm: x / sqrt(mean(x²) + eps) * w over the last axis. x (..., E), w (E) -> (..., E).
+template <class X, class W>
+    requires expression<X> && expression<W>
+constexpr auto rms_norm(X&& x, W&& w, double eps = 1e-5) {
+    static_assert(detail::reusable<X>, "attend::nn::rms_norm: x is read twice; pass a named tensor or an expression");
+    using S = shape_t<operand_t<X>>;
+    using T = detail::value_t<X>;
+    static_assert(check::norm_weight<op::rms_norm, S, shape_t<operand_t<W>>>::ok,
+                  "attend::nn::rms_norm: the weight must be a vector as long as x's last axis");
+    constexpr T inv_e = T(1) / T(S::extents[S::rank - 1]);
+    return x * rsqrt(sum(x * x) * inv_e + T(eps)) * std::forward<W>(w);
+}
+
+// Rotary position embedding (Llama, llama2.c): in each head of HeadDim, the adjacent pair
+// (2k, 2k+1) of token t turns by the angle (pos + t) * theta^(-2k / HeadDim). x (..., T, D) with D
+// a multiple of HeadDim; pos is the position of the first of the T tokens, known at run time.
+template <std::size_t HeadDim, class X>
+    requires expression<X>
+constexpr auto rope(X&& x, std::size_t pos, double theta = 10000.0) {
+    static_assert(detail::reusable<X>, "attend::nn::rope: x is read twice; pass a named tensor or an expression");
+    using S = shape_t<operand_t<X>>;
+    using T = detail::value_t<X>;
+    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok,
+                  "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
+    constexpr std::size_t R = S::rank, NT = S::extents[R - 2], P = HeadDim / 2;
+    constexpr auto pair_extents = [] {
+        std::array<std::size_t, R + 2> e{};
+        for (std::size_t k = 0; k + 1 < R; ++k) e[k] = S::extents[k];
+        e[R - 1] = S::extents[R - 1] / HeadDim;
+        e[R] = P;
+        e[R + 1] = 2;
+        return e;
+    }();
+    auto xr = reshape_as<shapes::shape_of<pair_extents>>(std::forward<X>(x));
+    const T log_step = T(-2.0 * std::log(theta) / double(HeadDim));
+    auto angle = cast<T>(iota<0, NT, 1, P, 1>() + static_cast<std::int64_t>(pos)) * exp(cast<T>(iota<2, NT, 1, P, 1>()) * log_step);
+    auto sign = cast<T>(iota<3, NT, 1, P, 2>() * 2 - 1);  // -1 for the first of a pair, +1 for the second
+    return reshape_as<S>(xr * cos(angle) + take<-1>(xr, detail::swap_pair) * (sin(angle) * sign));
+}
+
+// The SwiGLU gate of Llama's feed-forward: silu(a) * b, silu(a) = a * sigmoid(a).
+template <class A, class B>
+    requires expression<A> && expression<B>
+constexpr auto swiglu(A&& a, B&& b) {
+    static_assert(detail::reusable<A>, "attend::nn::swiglu: a is read twice; pass a named tensor or an expression");
+    static_assert(check::broadcast<op::swiglu, shape_t<operand_t<A>>, shape_t<operand_t<B>>>::ok,
+                  "attend::nn::swiglu: the gate and the value must have the same shape");
+    return a * sigmoid(a) * std::forward<B>(b);
+}
+
+// Rows of an embedding table (V, E) picked by token ids (T) -> (T, E); an id outside [0, V) stops
+// the program with a message.
+template <class Table, class Ids>
+    requires expression<Table> && expression<Ids>
+constexpr auto embedding(Table&& table, Ids&& ids) {
+    return take<0>(std::forward<Table>(table), std::forward<Ids>(ids));
 }
 
 }  // namespace attend::nn
