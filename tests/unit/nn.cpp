@@ -234,7 +234,13 @@ BOOST_AUTO_TEST_CASE(llama_layers_match_the_reference) {
     };
     tensor<float, 3, 16> fresh = attend::nn::rope<8>(r, 37);
     ref::expect_all(fresh, rotated, 1e-5);
+    auto rotations = std::make_unique<attend::nn::rotary_table<8, 40>>();
+    tensor<float, 3, 16> tabled = attend::nn::rope(r, *rotations, 37);
+    ref::expect_all(tabled, rotated, 1e-5);
     r = attend::nn::rope<8>(r, 37);  // the destination on the right side
+    ref::expect_all(r, rotated, 1e-5);
+    r = r0;
+    r = attend::nn::rope(r, *rotations, 37);
     ref::expect_all(r, rotated, 1e-5);
 
     tensor<float, 4, 6> a, b;

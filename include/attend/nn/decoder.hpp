@@ -53,9 +53,11 @@ struct kv_cache {
     tensor<T, C::kv_heads, C::capacity, C::head> keys, values;
 };
 
-// The work space of a step, reused from token to token (a step allocates nothing).
+// The work space of a step, reused from token to token (a step allocates nothing), and the
+// rotations of every position. Large for long capacities: keep it on the heap.
 template <class C>
 struct decoder_scratch {
+    rotary_table<C::head, C::capacity> rotary;
     tensor<float, 1, C::dim> normed, q, attended;
     tensor<float, 1, C::kv_dim> k, v;
     tensor<float, 1, C::hidden> gate, up;
@@ -69,10 +71,10 @@ void decoder_step(tensor<float, 1, C::dim>& x, const decoder_weights<C, T>& w, k
     if (pos >= C::capacity) check::stop("nn::decoder_step", "the position is past the cache's capacity");
     s.normed = rms_norm(x, w.attention_norm);
     s.q = matmul(s.normed, transpose(w.wq));
-    s.q = rope<D>(s.q, pos);
+    s.q = rope(s.q, s.rotary, pos);
     s.k = matmul(s.normed, transpose(w.wk));
     s.v = matmul(s.normed, transpose(w.wv));
-    slice<1, 1>(cache.keys, pos) = reshape<H, 1, D>(rope<D>(s.k, pos));
+    slice<1, 1>(cache.keys, pos) = reshape<H, 1, D>(rope(s.k, s.rotary, pos));
     slice<1, 1>(cache.values, pos) = reshape<H, 1, D>(s.v);
     const auto later = iota<2, H, G, C::capacity>() > static_cast<std::int64_t>(pos);  // keys after this token
     tensor_ref<float, H, G, D>(s.attended.data()) =

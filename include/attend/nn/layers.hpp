@@ -119,9 +119,64 @@ constexpr auto rms_norm(X&& x, W&& w, double eps = 1e-5) {
     return x * rsqrt(sum(x * x) * inv_e + T(eps)) * std::forward<W>(w);
 }
 
+namespace detail {
+// (..., T, D) -> (..., T, D / HeadDim, HeadDim / 2, 2): the rotary pairs of each head.
+template <std::size_t HeadDim, class S>
+constexpr auto rotary_pair_extents() {
+    constexpr std::size_t R = S::rank;
+    std::array<std::size_t, R + 2> e{};
+    for (std::size_t k = 0; k + 1 < R; ++k) e[k] = S::extents[k];
+    e[R - 1] = S::extents[R - 1] / HeadDim;
+    e[R] = HeadDim / 2;
+    e[R + 1] = 2;
+    return e;
+}
+template <std::size_t HeadDim, class S>
+using rotary_pairs = shapes::shape_of<rotary_pair_extents<HeadDim, S>()>;
+}  // namespace detail
+
+// The rotations of every position up to Capacity for heads of HeadDim, computed once as llama2.c
+// computes them (float angle pos * theta^(-2k / HeadDim), cosf, sinf). Per position and pair k:
+// cos_pair = (cos, cos), sin_pair = (-sin, sin), so that a pair (a, b) turns into
+// (a, b) * cos_pair + (b, a) * sin_pair. 4 x Capacity x HeadDim bytes each: keep it on the heap.
+template <std::size_t HeadDim, std::size_t Capacity>
+struct rotary_table {
+    static_assert(HeadDim >= 2 && HeadDim % 2 == 0, "attend::nn::rotary_table: the head width must be even");
+    tensor<float, Capacity, HeadDim / 2, 2> cos_pair, sin_pair;
+
+    explicit rotary_table(float theta = 10000.0f) {
+        for (std::size_t p = 0; p < Capacity; ++p)
+            for (std::size_t k = 0; k < HeadDim / 2; ++k) {
+                const float freq = 1.0f / std::pow(theta, float(2 * k) / float(HeadDim));
+                const float angle = float(p) * freq, c = std::cos(angle), s = std::sin(angle);
+                cos_pair(p, k, 0) = c;
+                cos_pair(p, k, 1) = c;
+                sin_pair(p, k, 0) = -s;
+                sin_pair(p, k, 1) = s;
+            }
+    }
+};
+
 // Rotary position embedding (Llama, llama2.c): in each head of HeadDim, the adjacent pair
 // (2k, 2k+1) of token t turns by the angle (pos + t) * theta^(-2k / HeadDim). x (..., T, D) with D
 // a multiple of HeadDim; pos is the position of the first of the T tokens, known at run time.
+// With a rotary_table the rotations are read (positions past its capacity stop the program);
+// without one they are computed per element.
+template <std::size_t HeadDim, std::size_t Capacity, class X>
+    requires expression<X>
+constexpr auto rope(X&& x, const rotary_table<HeadDim, Capacity>& table, std::size_t pos) {
+    static_assert(detail::reusable<X>, "attend::nn::rope: x is read twice; pass a named tensor or an expression");
+    using S = shape_t<operand_t<X>>;
+    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok,
+                  "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
+    constexpr std::size_t NT = S::extents[S::rank - 2], P = HeadDim / 2;
+    static_assert(NT <= Capacity, "attend::nn::rope: more tokens than the rotary table has positions");
+    auto xr = reshape_as<detail::rotary_pairs<HeadDim, S>>(std::forward<X>(x));
+    auto c = reshape<NT, 1, P, 2>(slice<0, NT>(table.cos_pair, pos));
+    auto s = reshape<NT, 1, P, 2>(slice<0, NT>(table.sin_pair, pos));
+    return reshape_as<S>(xr * c + take<-1>(xr, detail::swap_pair) * s);
+}
+
 template <std::size_t HeadDim, class X>
     requires expression<X>
 constexpr auto rope(X&& x, std::size_t pos, double theta = 10000.0) {
@@ -130,16 +185,8 @@ constexpr auto rope(X&& x, std::size_t pos, double theta = 10000.0) {
     using T = detail::value_t<X>;
     static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok,
                   "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
-    constexpr std::size_t R = S::rank, NT = S::extents[R - 2], P = HeadDim / 2;
-    constexpr auto pair_extents = [] {
-        std::array<std::size_t, R + 2> e{};
-        for (std::size_t k = 0; k + 1 < R; ++k) e[k] = S::extents[k];
-        e[R - 1] = S::extents[R - 1] / HeadDim;
-        e[R] = P;
-        e[R + 1] = 2;
-        return e;
-    }();
-    auto xr = reshape_as<shapes::shape_of<pair_extents>>(std::forward<X>(x));
+    constexpr std::size_t NT = S::extents[S::rank - 2], P = HeadDim / 2;
+    auto xr = reshape_as<detail::rotary_pairs<HeadDim, S>>(std::forward<X>(x));
     const T log_step = T(-2.0 * std::log(theta) / double(HeadDim));
     auto angle = cast<T>(iota<0, NT, 1, P, 1>() + static_cast<std::int64_t>(pos)) * exp(cast<T>(iota<2, NT, 1, P, 1>()) * log_step);
     auto sign = cast<T>(iota<3, NT, 1, P, 2>() * 2 - 1);  // -1 for the first of a pair, +1 for the second
