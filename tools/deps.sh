@@ -3,7 +3,7 @@
 # machine lacks. Idempotent: a machine that has everything is left untouched.
 set -euo pipefail
 packages=(cmake ninja-build g++ clang-14 clang libboost-dev libboost-test-dev libxsimd-dev libbenchmark-dev
-          libeigen3-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libomp-dev libclang-rt-14-dev python3-matplotlib
+          libeigen3-dev libopenblas-dev libdnnl-dev ocl-icd-opencl-dev libomp-dev libclang-rt-14-dev python3-matplotlib python3-numpy
           g++-aarch64-linux-gnu qemu-user)  # the last two: the aarch64 (NEON) tests, cross-built and run under qemu
 missing=()
 for p in "${packages[@]}"; do

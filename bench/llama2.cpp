@@ -1,0 +1,196 @@
+// Tokens per second of the llama2 example's model (examples/llama2/model.hpp) beside a per-token
+// loop in the style of llama2.c's run.c (bench/runc/, built -Ofast like run.c's `runfast`), and
+// the floor: reading the checkpoint's weight bytes once per token (four streams, as the matvecs
+// read). Random checkpoints of the stories15M config and of a grouped-query config, built in
+// memory. Each iteration generates a sequence of 128 tokens (positions 0..127), so attention over
+// the growing cache counts as it does in generation. Threads: the argument (1 or 2; OpenMP); the
+// floor with 2 threads has each read half the bytes (what two cores can read together).
+//
+// main() first checks that both implementations give the same logits (1e-4 of the largest) on the
+// first 8 steps, and refuses to time them otherwise.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+#include <xsimd/xsimd.hpp>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "llama2/model.hpp"
+#include "runc/runc.hpp"
+
+namespace {
+
+constexpr int sequence = 128;
+
+void set_threads(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
+// A llama2.c checkpoint of config C with deterministic random weights (own classifier if !shared).
+template <class C>
+std::vector<std::byte> checkpoint(bool shared) {
+    std::vector<std::byte> b(llama2::file_bytes<C>(shared));
+    int h[7];
+    std::memcpy(h, C::header, sizeof h);
+    if (!shared) h[5] = -h[5];
+    std::memcpy(b.data(), h, sizeof h);
+    const std::size_t n = (b.size() - llama2::header_bytes) / sizeof(float);
+    std::vector<float> w(n);
+    std::uint32_t s = 12345;
+    for (auto& x : w) {
+        s = s * 1664525u + 1013904223u;
+        x = (static_cast<float>(s >> 8) / 16777216.0f - 0.5f) * 0.1f;
+    }
+    // RMSNorm weights near 1, so activations keep their scale through the layers.
+    auto ones = [&](std::size_t at, std::size_t count) {
+        for (std::size_t k = 0; k < count; ++k) w[at + k] += 1.0f;
+    };
+    const std::size_t V = C::vocab, D = C::dim, L = C::layers, KV = C::kv_dim, F = C::hidden;
+    const std::size_t rms_att = V * D, rms_ffn = rms_att + L * D + L * D * D * 2 + L * KV * D * 2;
+    ones(rms_att, L * D);
+    ones(rms_ffn, L * D);
+    ones(rms_ffn + L * D + 3 * L * F * D, D);
+    std::memcpy(b.data() + llama2::header_bytes, w.data(), n * sizeof(float));
+    return b;
+}
+
+template <class C>
+struct fixture {
+    std::vector<std::byte> file;
+    std::unique_ptr<llama2::model<C>> attend_model = std::make_unique<llama2::model<C>>();
+    std::shared_ptr<runc::model> runc_model;
+    explicit fixture(bool shared) : file(checkpoint<C>(shared)) {
+        if (auto e = attend_model->load(file, shared); !e.empty()) std::fprintf(stderr, "load: %s\n", e.c_str()), std::exit(1);
+        runc_model = runc::make(C::header[0], C::header[1], C::header[2], C::header[3], C::header[4], shared ? C::header[5] : -C::header[5],
+                                C::header[6], reinterpret_cast<const float*>(file.data() + llama2::header_bytes));
+    }
+    // The bytes a token's step must read: every weight but the RoPE tables (and the embedding
+    // table, of which a step reads one row, unless it is also the classifier).
+    std::size_t weight_bytes(bool shared) const {
+        return file.size() - llama2::header_bytes - C::seq_len * C::head * sizeof(float) -
+               (shared ? 0 : C::vocab * C::dim * sizeof(float));
+    }
+};
+
+template <class C>
+fixture<C>& get(bool shared) {
+    static fixture<C> f(shared);
+    return f;
+}
+
+int next_token(int t) { return static_cast<int>((static_cast<unsigned>(t) * 2654435761u + 7u) % 32000u); }
+
+template <class C, bool Shared>
+void attend_tokens(benchmark::State& state) {
+    auto& f = get<C>(Shared);
+    set_threads(static_cast<int>(state.range(0)));
+    for (auto _ : state) {
+        int t = 1;
+        for (int p = 0; p < sequence; ++p) benchmark::DoNotOptimize(f.attend_model->forward(t = next_token(t), p));
+    }
+    state.SetItemsProcessed(state.iterations() * sequence);
+    set_threads(1);
+}
+
+template <class C, bool Shared>
+void runc_tokens(benchmark::State& state) {
+    auto& f = get<C>(Shared);
+    set_threads(static_cast<int>(state.range(0)));
+    for (auto _ : state) {
+        int t = 1;
+        for (int p = 0; p < sequence; ++p) benchmark::DoNotOptimize(runc::forward(*f.runc_model, t = next_token(t), p));
+    }
+    state.SetItemsProcessed(state.iterations() * sequence);
+    set_threads(1);
+}
+
+// Sums n floats from p in four streams of two vectors each.
+float read_four_streams(const float* p, std::size_t n) {
+    using B = xsimd::batch<float>;
+    constexpr std::size_t W = B::size;
+    const std::size_t part = n / (4 * 2 * W) * (2 * W);
+    B acc[8] = {};
+    for (std::size_t i = 0; i < part; i += 2 * W)
+#pragma GCC unroll 8
+        for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_unaligned(p + u / 2 * part + i + u % 2 * W);
+    float s = 0;
+    for (std::size_t i = 4 * part; i < n; ++i) s += p[i];
+    for (auto& a : acc) s += xsimd::hadd(a);
+    return s;
+}
+
+// One token's floor: the weight bytes read once (with two threads: each reads half).
+template <class C, bool Shared>
+void floor_tokens(benchmark::State& state) {
+    auto& f = get<C>(Shared);
+    const float* w = reinterpret_cast<const float*>(f.file.data() + llama2::header_bytes);
+    const std::size_t n = f.weight_bytes(Shared) / sizeof(float);
+    const int threads = static_cast<int>(state.range(0));
+    for (auto _ : state) {
+        float s = 0;
+        if (threads == 1) {
+            s = read_four_streams(w, n);
+        } else {
+#pragma omp parallel for num_threads(2) reduction(+ : s)
+            for (int t = 0; t < 2; ++t) s += read_four_streams(w + std::size_t(t) * (n / 2), t == 0 ? n / 2 : n - n / 2);
+        }
+        benchmark::DoNotOptimize(s);
+    }
+    state.SetItemsProcessed(state.iterations());
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
+}
+
+// Both implementations agree on the first steps of a sequence (fresh caches: positions 0..7).
+template <class C, bool Shared>
+bool agree(const char* name) {
+    fixture<C> f(Shared);
+    int t = 1;
+    for (int p = 0; p < 8; ++p) {
+        t = next_token(t);
+        const float* a = f.attend_model->forward(t, p);
+        const float* r = runc::forward(*f.runc_model, t, p);
+        double scale = 0, err = 0;
+        for (std::size_t v = 0; v < C::vocab; ++v) {
+            scale = std::max(scale, double(std::abs(r[v])));
+            err = std::max(err, double(std::abs(a[v] - r[v])));
+        }
+        if (!(err <= 1e-4 * scale)) {
+            std::fprintf(stderr, "%s: attend and the run.c-style loop differ at step %d: %g (scale %g)\n", name, p, err, scale);
+            return false;
+        }
+    }
+    return true;
+}
+
+template <class C, bool Shared>
+void register_config(const char* name) {
+    const std::string n = name;
+    for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark(("tokens_attend/" + n).c_str(), attend_tokens<C, Shared>)->Arg(threads)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("tokens_runc/" + n).c_str(), runc_tokens<C, Shared>)->Arg(threads)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("tokens_floor/" + n).c_str(), floor_tokens<C, Shared>)->Arg(threads)->Unit(benchmark::kMillisecond);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    set_threads(1);
+    if (!agree<llama2::stories15M, true>("stories15M") || !agree<llama2::gqa512, false>("gqa512")) return 1;
+    register_config<llama2::stories15M, true>("stories15M");
+    register_config<llama2::gqa512, false>("gqa512");
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

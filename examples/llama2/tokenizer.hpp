@@ -1,0 +1,135 @@
+// examples/llama2/tokenizer.hpp — llama2.c's tokenizer: its tokenizer.bin, byte-pair encoding by
+// merge scores with byte fallback, and decoding with run.c's printing rules.
+#pragma once
+
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace llama2 {
+
+struct tokenizer {
+    std::vector<std::string> pieces;
+    std::vector<float> scores;
+    std::unordered_map<std::string_view, int> ids;  // views into `pieces`
+    int max_token_length = 0;
+};
+
+// Reads a tokenizer.bin of `vocab` tokens: int32 max_token_length, then per token float32 score,
+// int32 length, the piece's bytes (little-endian). "" or what is wrong with the file.
+inline std::string load_tokenizer(tokenizer& t, const char* path, int vocab) {
+    std::FILE* f = std::fopen(path, "rb");
+    if (f == nullptr) return std::string("cannot open tokenizer ") + path + ": " + std::strerror(errno);
+    auto fail = [&](const std::string& what) {
+        std::fclose(f);
+        return std::string("tokenizer ") + path + ": " + what;
+    };
+    auto read_i32 = [&](std::int32_t& v) { return std::fread(&v, 4, 1, f) == 1; };
+    std::int32_t max_len = 0;
+    if (!read_i32(max_len)) return fail("too short for a header");
+    if (max_len <= 0 || max_len > (1 << 20)) return fail("invalid maximum token length " + std::to_string(max_len));
+    tokenizer out;
+    out.max_token_length = max_len;
+    out.pieces.reserve(std::size_t(vocab));
+    for (int i = 0; i < vocab; ++i) {
+        float score = 0;
+        std::int32_t len = 0;
+        if (std::fread(&score, 4, 1, f) != 1 || !read_i32(len)) return fail("truncated at token " + std::to_string(i));
+        if (len < 0 || len > max_len)
+            return fail("token " + std::to_string(i) + " has the invalid length " + std::to_string(len) +
+                        " (the maximum is " + std::to_string(max_len) + ")");
+        std::string piece(std::size_t(len), '\0');
+        if (len > 0 && std::fread(piece.data(), 1, piece.size(), f) != piece.size())
+            return fail("truncated in token " + std::to_string(i));
+        out.pieces.push_back(std::move(piece));
+        out.scores.push_back(score);
+    }
+    std::fclose(f);
+    t = std::move(out);
+    for (int i = 0; i < vocab; ++i) t.ids.emplace(t.pieces[std::size_t(i)], i);  // views into t's own strings
+    return {};
+}
+
+inline int lookup(const tokenizer& t, std::string_view piece) {
+    const auto it = t.ids.find(piece);
+    return it == t.ids.end() ? -1 : it->second;
+}
+
+// run.c's encoding: BOS (1) if asked; a dummy-prefix space for non-empty text; each UTF-8 code
+// point as its token, else its bytes as byte tokens (byte + 3); then merges of adjacent tokens,
+// the best score first (the leftmost among equals), until none applies; EOS (2) if asked.
+inline std::vector<int> encode(const tokenizer& t, std::string_view text, bool bos, bool eos) {
+    std::vector<int> tokens;
+    if (bos) tokens.push_back(1);
+    if (!text.empty()) {
+        const int space = lookup(t, " ");
+        if (space >= 0) tokens.push_back(space);
+    }
+    for (std::size_t i = 0; i < text.size();) {
+        std::size_t n = 1;  // a lead byte and at most three continuation bytes
+        while (i + n < text.size() && n < 4 && (static_cast<unsigned char>(text[i + n]) & 0xC0) == 0x80) ++n;
+        const int id = lookup(t, text.substr(i, n));
+        if (id >= 0) {
+            tokens.push_back(id);
+        } else {
+            for (std::size_t k = 0; k < n; ++k) tokens.push_back(static_cast<unsigned char>(text[i + k]) + 3);
+        }
+        i += n;
+    }
+    std::string pair;
+    for (;;) {
+        float best = -1e10f;
+        int best_id = -1;
+        std::size_t best_at = 0;
+        for (std::size_t k = 0; k + 1 < tokens.size(); ++k) {  // BOS included, as in run.c
+            pair = t.pieces[std::size_t(tokens[k])] + t.pieces[std::size_t(tokens[k + 1])];
+            const int id = lookup(t, pair);
+            if (id >= 0 && t.scores[std::size_t(id)] > best) {
+                best = t.scores[std::size_t(id)];
+                best_id = id;
+                best_at = k;
+            }
+        }
+        if (best_id < 0) break;
+        tokens[best_at] = best_id;
+        tokens.erase(tokens.begin() + std::ptrdiff_t(best_at) + 1);
+    }
+    if (eos) tokens.push_back(2);
+    return tokens;
+}
+
+// The text of `token` after `prev`: a piece's leading space is dropped after BOS, and "<0xXX>"
+// stands for the byte XX. An id outside the vocabulary gives "".
+inline std::string_view decode(const tokenizer& t, int prev, int token) {
+    static char bytes[256];
+    if (token < 0 || std::size_t(token) >= t.pieces.size()) return {};
+    std::string_view piece = t.pieces[std::size_t(token)];
+    if (prev == 1 && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
+    unsigned value = 0;
+    if (piece.size() == 6 && piece.substr(0, 3) == "<0x" && piece[5] == '>' && std::isxdigit(static_cast<unsigned char>(piece[3])) &&
+        std::isxdigit(static_cast<unsigned char>(piece[4]))) {
+        value = unsigned(std::stoul(std::string(piece.substr(3, 2)), nullptr, 16));
+        bytes[value] = static_cast<char>(value);
+        return {bytes + value, 1};
+    }
+    return piece;
+}
+
+// run.c's safe_printf: nothing for an empty piece or a lone byte that is neither printable nor
+// white space (control bytes from byte tokens).
+inline void safe_print(std::string_view piece, std::FILE* out) {
+    if (piece.empty()) return;
+    if (piece.size() == 1) {
+        const unsigned char c = static_cast<unsigned char>(piece[0]);
+        if (!(std::isprint(c) || std::isspace(c))) return;
+    }
+    std::fwrite(piece.data(), 1, piece.size(), out);
+}
+
+}  // namespace llama2

@@ -1,0 +1,129 @@
+// The llama2 example's model and tokenizer against tools/llama2_ref.py (NumPy, float64) on random
+// checkpoints it writes: logits at each of 32 steps, the tokenizer's encodings, and bad files.
+// Run as `attend_llama2_tests -- <data directory>`.
+#define BOOST_TEST_MODULE llama2
+#ifdef ATTEND_BOOST_TEST_HEADER_ONLY
+#include <boost/test/included/unit_test.hpp>
+#else
+#include <boost/test/unit_test.hpp>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "llama2/model.hpp"
+#include "llama2/tokenizer.hpp"
+
+namespace {
+
+std::string data_dir() {
+    auto& suite = boost::unit_test::framework::master_test_suite();
+    BOOST_TEST_REQUIRE(suite.argc >= 2, "usage: attend_llama2_tests -- <data directory>");
+    return suite.argv[suite.argc - 1];
+}
+
+std::vector<std::byte> read(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    BOOST_TEST_REQUIRE(f.good(), "cannot read " << path);
+    std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> b(c.size());
+    std::copy(c.begin(), c.end(), reinterpret_cast<char*>(b.data()));
+    return b;
+}
+
+template <class T>
+std::vector<T> read_array(const std::string& path) {
+    const auto b = read(path);
+    std::vector<T> v(b.size() / sizeof(T));
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = attend::nn::detail::decode<T>(b.data() + k * sizeof(T));
+    return v;
+}
+
+// Runs the checkpoint `name` over the reference's 32 tokens; each step's logits must lie within
+// 1e-4 of the reference relative to that step's largest logit, and pick the same token.
+template <class C>
+void check_logits(const std::string& name) {
+    const std::string dir = data_dir();
+    const auto file = read(dir + "/" + name + ".bin");
+    llama2::header h;
+    BOOST_TEST_REQUIRE(llama2::parse_header(file, h).empty());
+    BOOST_TEST_REQUIRE(h.is<C>(), name << " has " << h.text());
+    auto m = std::make_unique<llama2::model<C>>();
+    const std::string e = m->load(file, h.shared_classifier);
+    BOOST_TEST_REQUIRE(e.empty(), e);
+    const auto tokens = read_array<std::int32_t>(dir + "/" + name + ".tokens");
+    const auto want = read_array<double>(dir + "/" + name + ".logits");
+    BOOST_TEST_REQUIRE(want.size() == tokens.size() * C::vocab);
+    double worst = 0;
+    for (std::size_t p = 0; p < tokens.size(); ++p) {
+        const float* got = m->forward(tokens[p], static_cast<int>(p));
+        const double* ref = want.data() + p * C::vocab;
+        double scale = 0, err = 0;
+        for (std::size_t v = 0; v < C::vocab; ++v) {
+            scale = std::max(scale, std::abs(ref[v]));
+            err = std::max(err, std::abs(double(got[v]) - ref[v]));
+        }
+        worst = std::max(worst, err / scale);
+        BOOST_TEST(err <= 1e-4 * scale, name << " step " << p << ": max error " << err << " at scale " << scale);
+        BOOST_TEST(std::max_element(got, got + C::vocab) - got == std::max_element(ref, ref + C::vocab) - ref);
+    }
+    BOOST_TEST_MESSAGE(name << ": largest relative logit error " << worst);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(stories15M_logits) { check_logits<llama2::stories15M>("stories15M"); }
+
+BOOST_AUTO_TEST_CASE(grouped_query_logits_with_own_classifier) { check_logits<llama2::gqa512>("gqa"); }
+
+// Every case of tokenizer_cases.txt: a line of hex bytes, a line of token ids.
+BOOST_AUTO_TEST_CASE(tokenizer_encodes_as_run_c) {
+    const std::string dir = data_dir();
+    llama2::tokenizer tok;
+    const std::string e = llama2::load_tokenizer(tok, (dir + "/tokenizer.bin").c_str(), 32000);
+    BOOST_TEST_REQUIRE(e.empty(), e);
+    std::ifstream cases(dir + "/tokenizer_cases.txt");
+    std::string hex, ids;
+    int n = 0;
+    while (std::getline(cases, hex) && std::getline(cases, ids)) {
+        std::string text;
+        for (std::size_t k = 0; k + 1 < hex.size(); k += 2) text += static_cast<char>(std::stoi(hex.substr(k, 2), nullptr, 16));
+        std::vector<int> want;
+        std::istringstream in(ids);
+        for (int id; in >> id;) want.push_back(id);
+        const std::vector<int> got = llama2::encode(tok, text, true, false);
+        BOOST_TEST(got == want, "encoding of \"" << text << "\"");
+        // Decoding gives the text back: after BOS, the dummy-prefix space is dropped.
+        std::string back;
+        for (std::size_t k = 1; k < got.size(); ++k) back += llama2::decode(tok, got[k - 1], got[k]);
+        BOOST_TEST(back == text, "round trip of \"" << text << "\"");
+        ++n;
+    }
+    BOOST_TEST(n >= 10);
+}
+
+// Bad checkpoints are refused with a message, before anything runs.
+BOOST_AUTO_TEST_CASE(bad_checkpoints_are_refused) {
+    const std::string dir = data_dir();
+    auto m = std::make_unique<llama2::model<llama2::stories15M>>();
+    llama2::header h;
+    const auto good = read(dir + "/stories15M.bin");
+    BOOST_TEST(llama2::parse_header(good, h).empty());
+    auto cut = good;
+    cut.resize(good.size() - 4);
+    BOOST_TEST(m->load(cut, true).find("is truncated") != std::string::npos);
+    auto longer = good;
+    longer.resize(good.size() + 4);
+    BOOST_TEST(m->load(longer, true).find("is longer than its config") != std::string::npos);
+    BOOST_TEST(m->load(good, false).find("is truncated") != std::string::npos);  // an own classifier is missing
+    BOOST_TEST(llama2::parse_header(read(dir + "/bad_header.bin"), h).find("too short") != std::string::npos);
+    BOOST_TEST(llama2::parse_header(read(dir + "/bad_negative.bin"), h).find("invalid header") != std::string::npos);
+    BOOST_TEST(llama2::parse_header(read(dir + "/bad_config.bin"), h).empty());
+    BOOST_TEST(!h.is<llama2::stories15M>());
+}
