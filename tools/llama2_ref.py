@@ -13,6 +13,8 @@ writes, deterministically, into DIR:
   NAME.tokens, NAME.logits  32 int32 tokens (BOS, then the float64 argmax each step) and the
                             float64 logits (32 x 32000) of each step
   NAME.greedy.txt           run.c's stdout for `-t 0 -n 40 -i "Once upon a time"`
+  NAME.topp.txt, NAME.all.txt  the same with `-t 0.3 -p 0.9 -s 42` and `-t 0.3 -p 0 -s 8`
+                            (seeds whose every draw lies at least 1e-4 from a token boundary)
   tokenizer_cases.txt       per case: the text's UTF-8 bytes in hex, then its run.c encoding
   bad_*.bin                 files the binary must refuse with a message
 """
@@ -32,6 +34,7 @@ CONFIGS = {  # name: (dim, hidden, layers, heads, kv_heads, vocab (negative: own
 PROMPT = "Once upon a time"
 STEPS = 40
 TEACHER_STEPS = 32
+SAMPLED = {"topp": (0.3, 0.9, 42), "all": (0.3, 0.0, 8)}  # -t, -p, -s of the sampled runs
 
 
 # ---- tokenizer ----
@@ -231,8 +234,54 @@ def teacher_forced(cfg, w):
     return np.array(tokens, np.int32), np.array(rows), worst
 
 
-def greedy_text(cfg, w, pieces, scores):
-    """run.c's generate() at temperature 0: its exact stdout."""
+M64 = (1 << 64) - 1
+
+
+class Sampler:
+    """run.c's sampler in float32 arithmetic, with its xorshift generator."""
+
+    def __init__(self, temperature, topp, seed):
+        self.temperature, self.topp, self.state = np.float32(temperature), np.float32(topp), seed
+        self.margin = np.inf  # the closest a draw came to a neighbouring token's boundary
+
+    def random_f32(self):
+        s = self.state
+        s ^= s >> 12
+        s ^= (s << 25) & M64
+        s ^= s >> 27
+        self.state = s
+        return np.float32(((s * 0x2545F4914F6CDD1D) & M64) >> 32 >> 8) / np.float32(16777216.0)
+
+    def __call__(self, logits64):
+        logits = logits64.astype(np.float32)
+        if self.temperature == 0:
+            return int(np.argmax(logits))
+        logits = logits / self.temperature
+        e = np.exp(logits - logits.max())
+        p = e / np.cumsum(e, dtype=np.float32)[-1]  # a sequential float32 sum, as run.c's loop
+        coin = self.random_f32()
+        n = p.size
+        if self.topp <= 0 or self.topp >= 1:
+            idx = np.arange(n)
+        else:
+            cutoff = (np.float32(1) - self.topp) / np.float32(n - 1)
+            idx = np.nonzero(p >= cutoff)[0]
+            idx = idx[np.argsort(-p[idx], kind="stable")]
+            cum = np.cumsum(p[idx], dtype=np.float32)
+            over = np.nonzero(cum > self.topp)[0]
+            last = over[0] if over.size else idx.size - 1
+            idx = idx[: last + 1]
+            coin = coin * cum[last]
+        cdf = np.cumsum(p[idx], dtype=np.float32)
+        hit = np.nonzero(coin < cdf)[0]
+        if hit.size:
+            k = hit[0]
+            self.margin = min(self.margin, cdf[k] - coin, coin - (cdf[k - 1] if k else 0))
+        return int(idx[hit[0]] if hit.size else idx[-1])
+
+
+def generate_text(cfg, w, pieces, scores, sampler):
+    """run.c's generate(): its exact stdout."""
     ref = Reference(cfg, w)
     prompt = encode(pieces, scores, PROMPT)
     token, pos, out, worst = prompt[0], 0, b"", np.inf
@@ -241,7 +290,7 @@ def greedy_text(cfg, w, pieces, scores):
         if pos < len(prompt) - 1:
             nxt = prompt[pos + 1]
         else:
-            nxt = int(np.argmax(logits))
+            nxt = sampler(logits)
             worst = min(worst, gap(logits))
         pos += 1
         if nxt == 1:
@@ -272,9 +321,16 @@ def make(out):
         tokens, logits, worst = teacher_forced(cfg, w)
         tokens.astype("<i4").tofile(os.path.join(out, name + ".tokens"))
         logits.astype("<f8").tofile(os.path.join(out, name + ".logits"))
-        text, worst_greedy = greedy_text(cfg, w, pieces, scores)
+        text, worst_greedy = generate_text(cfg, w, pieces, scores, Sampler(0, 0.9, 1))
         with open(os.path.join(out, name + ".greedy.txt"), "wb") as f:
             f.write(text)
+        for label, (temperature, topp, seed) in SAMPLED.items():
+            sampler = Sampler(temperature, topp, seed)
+            sampled, _ = generate_text(cfg, w, pieces, scores, sampler)
+            if sampler.margin < 1e-4:  # float32 probabilities may differ from these by ~1e-5
+                sys.exit(f"llama2_ref.py: {name}.{label}: a draw fell {sampler.margin:.1e} from a token boundary")
+            with open(os.path.join(out, f"{name}.{label}.txt"), "wb") as f:
+                f.write(sampled)
         gap_min = min(worst, worst_greedy)
         print(f"{name}: smallest top-1/top-2 logit gap {gap_min:.2e} (relative); greedy text {text!r}")
         if gap_min < 1e-3:
