@@ -107,8 +107,12 @@ public:
         }
         ::close(fd);
     }
-    ~mapped_file() {
+    ~mapped_file() { release(); }
+    // Unmaps the file (the model has copied what it needs).
+    void release() {
         if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+        data_ = nullptr;
+        size_ = 0;
     }
     mapped_file(const mapped_file&) = delete;
     mapped_file& operator=(const mapped_file&) = delete;
@@ -147,9 +151,10 @@ void generate(Model& m, const llama2::tokenizer& tok, llama2::sampler& sampler, 
 }
 
 template <class C>
-void run(const mapped_file& file, const llama2::header& h, const options& o) {
+void run(mapped_file& file, const llama2::header& h, const options& o) {
     auto m = std::make_unique<llama2::model<C>>();
     if (std::string e = m->load(file.bytes(), h.shared_classifier); !e.empty()) fail(std::string(o.checkpoint) + " " + e);
+    file.release();
     llama2::tokenizer tok;
     if (std::string e = llama2::load_tokenizer(tok, o.tokenizer, static_cast<int>(C::vocab)); !e.empty()) fail(e);
     llama2::sampler sampler{static_cast<int>(C::vocab), o.temperature, o.topp, o.seed, {}};
@@ -164,7 +169,7 @@ std::string names(std::tuple<C...>*) {
 }
 
 template <class... C>
-bool dispatch(std::tuple<C...>*, const mapped_file& file, const llama2::header& h, const options& o) {
+bool dispatch(std::tuple<C...>*, mapped_file& file, const llama2::header& h, const options& o) {
     return ((h.is<C>() ? (run<C>(file, h, o), true) : false) || ...);
 }
 
@@ -172,7 +177,7 @@ bool dispatch(std::tuple<C...>*, const mapped_file& file, const llama2::header& 
 
 int main(int argc, char** argv) {
     const options o = parse(argc, argv);
-    const mapped_file file(o.checkpoint);
+    mapped_file file(o.checkpoint);
     llama2::header h;
     if (std::string e = llama2::parse_header(file.bytes(), h); !e.empty()) fail(std::string(o.checkpoint) + " " + e);
     if (!dispatch(static_cast<compiled*>(nullptr), file, h, o))

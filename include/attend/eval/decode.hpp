@@ -235,6 +235,18 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
         if constexpr (has_index_where<Tree>()) {
             if (index_conditions_never(tree, tile_box)) return visit.template operator()<KB>(j0, without_index_masks(tree));
+            if constexpr (KB == BN) {
+                // A partly masked tile (the cache's last): only its first half, quarter or eighth
+                // when the masks rule out the rest (a short cache: 40 -> 8 µs, 6 heads of 48).
+                std::size_t live = KB;
+                for (box<Rs> rest = tile_box; live > KB / 8; live /= 2) {
+                    rest.lo[Rs - 1] = j0 + live / 2;
+                    if (bounds(tree, rest).hi != -inf) break;
+                }
+                if (live == KB / 8) return visit.template operator()<KB / 8>(j0, tree);
+                if (live == KB / 4) return visit.template operator()<KB / 4>(j0, tree);
+                if (live == KB / 2) return visit.template operator()<KB / 2>(j0, tree);
+            }
         }
         visit.template operator()<KB>(j0, tree);
     };
