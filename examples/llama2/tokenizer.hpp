@@ -2,6 +2,7 @@
 // merge scores with byte fallback, and decoding with run.c's printing rules.
 #pragma once
 
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -107,16 +108,18 @@ inline std::vector<int> encode(const tokenizer& t, std::string_view text, bool b
 // The text of `token` after `prev`: a piece's leading space is dropped after BOS, and "<0xXX>"
 // stands for the byte XX. An id outside the vocabulary gives "".
 inline std::string_view decode(const tokenizer& t, int prev, int token) {
-    static char bytes[256];
+    static const std::array<char, 256> bytes = [] {
+        std::array<char, 256> b{};
+        for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>(i);
+        return b;
+    }();
     if (token < 0 || std::size_t(token) >= t.pieces.size()) return {};
     std::string_view piece = t.pieces[std::size_t(token)];
     if (prev == 1 && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
-    unsigned value = 0;
-    if (piece.size() == 6 && piece.substr(0, 3) == "<0x" && piece[5] == '>' && std::isxdigit(static_cast<unsigned char>(piece[3])) &&
-        std::isxdigit(static_cast<unsigned char>(piece[4]))) {
-        value = unsigned(std::stoul(std::string(piece.substr(3, 2)), nullptr, 16));
-        bytes[value] = static_cast<char>(value);
-        return {bytes + value, 1};
+    auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+    if (piece.size() == 6 && piece.substr(0, 3) == "<0x" && piece[5] == '>' && hex(piece[3]) && hex(piece[4])) {
+        const std::size_t value = std::stoul(std::string(piece.substr(3, 2)), nullptr, 16);
+        return {bytes.data() + value, 1};
     }
     return piece;
 }
