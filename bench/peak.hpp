@@ -3,7 +3,7 @@
 #pragma once
 
 #include <benchmark/benchmark.h>
-#include <xsimd/xsimd.hpp>
+#include <attend/simd.hpp>
 
 namespace bench {
 
@@ -16,7 +16,7 @@ inline void fma_peak(benchmark::State& state) {
     constexpr long iters = 1024;
     for (auto _ : state) {
         for (long i = 0; i < iters; ++i)
-            for (int c = 0; c < chains; ++c) acc[c] = xsimd::fma(acc[c], x, y);
+            for (int c = 0; c < chains; ++c) acc[c] = attend::simd::fma(acc[c], x, y);  // the instruction under every compiler
         for (int c = 0; c < chains; ++c) benchmark::DoNotOptimize(acc[c]);
     }
     const double flops = 2.0 * B::size * chains * iters;

@@ -183,10 +183,24 @@ inline B minimum(const B& a, const B& b) noexcept {
     else return (is_nan(a) || is_nan(b)) ? a + b : (b < a ? b : a);
 }
 
+// a * b + c in one rounding. xsimd 8.1 has no AVX-512 fma kernel (its generic one is a * b + c),
+// which g++ contracts by default and clang (-ffp-contract=on) does not: a multiply and an add,
+// twice the FMA-pipe work. So AVX-512 lanes call the instruction themselves.
 template <class B>
 inline B fma(const B& a, const B& b, const B& c) noexcept {
-    if constexpr (is_batch<B>) return xsimd::fma(a, b, c);
-    else return a * b + c;
+    if constexpr (!is_batch<B>) {
+        return a * b + c;
+    }
+#if defined(__AVX512F__)
+    else if constexpr (std::is_base_of_v<xsimd::avx512f, typename B::arch_type> && std::is_same_v<value_t<B>, float>) {
+        return _mm512_fmadd_ps(a, b, c);
+    } else if constexpr (std::is_base_of_v<xsimd::avx512f, typename B::arch_type> && std::is_same_v<value_t<B>, double>) {
+        return _mm512_fmadd_pd(a, b, c);
+    }
+#endif
+    else {
+        return xsimd::fma(a, b, c);
+    }
 }
 
 #define ATTEND_SIMD_UNARY(name, batch_fn, scalar_fn)         \
@@ -222,14 +236,14 @@ inline B sqrt(const B& x) noexcept {
 // exp(r) by a polynomial (Cephes' expf coefficients, ~1 ulp).
 template <class F>
 inline F exp_poly(const F& n, const F& xc) noexcept {
-    F r = xsimd::fma(n, F(-0.693359375f), xc);
-    r = xsimd::fma(n, F(2.12194440e-4f), r);
+    F r = simd::fma(n, F(-0.693359375f), xc);
+    r = simd::fma(n, F(2.12194440e-4f), r);
     F p = F(8.369148490856347e-3f);
-    p = xsimd::fma(p, r, F(4.191750724961526e-2f));
-    p = xsimd::fma(p, r, F(1.6666505260408124e-1f));
-    p = xsimd::fma(p, r, F(4.9998869378303396e-1f));
-    p = xsimd::fma(p, r, F(1.00000001077157f));
-    return xsimd::fma(p, r, F(1.0000000754548972f));
+    p = simd::fma(p, r, F(4.191750724961526e-2f));
+    p = simd::fma(p, r, F(1.6666505260408124e-1f));
+    p = simd::fma(p, r, F(4.9998869378303396e-1f));
+    p = simd::fma(p, r, F(1.00000001077157f));
+    return simd::fma(p, r, F(1.0000000754548972f));
 }
 
 // exp for float lanes: the hottest function of softmax. On AVX-512 the scaling by 2^n is one
@@ -255,7 +269,7 @@ inline xsimd::batch<float, A> exp_float(const xsimd::batch<float, A>& x) noexcep
         using I = xsimd::batch<std::int32_t, A>;
         const F magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer in the low bits
         const F xc = xsimd::min(F(88.8f), xsimd::max(lo, x));
-        const F k = xsimd::fma(xc, F(1.44269504088896341f), magic);
+        const F k = simd::fma(xc, F(1.44269504088896341f), magic);
         const F p = exp_poly(k - magic, xc);
         const I ni = xsimd::bitwise_cast<I>(k) - xsimd::bitwise_cast<I>(magic);
         const I n1 = ni >> 1, n2 = ni - n1;
@@ -323,7 +337,7 @@ inline B exp2_eighths(const B& t) noexcept {
         const B lo(-1000.0f), magic(12582912.0f);  // magic: 1.5 * 2^23, rounds to an integer in the low bits
         const B k = t + magic;
         const B f = t - (k - magic);  // exact, in [-1/2, 1/2]
-        const B p = xsimd::fma(xsimd::fma(xsimd::fma(B(1.08391046e-4f), f, B(3.75402533e-3f)), f, B(8.66434053e-2f)), f, B(1.0f));
+        const B p = simd::fma(simd::fma(simd::fma(B(1.08391046e-4f), f, B(3.75402533e-3f)), f, B(8.66434053e-2f)), f, B(1.0f));
         const I n = xsimd::bitwise_cast<I>(k);  // round(t) in the low bits: 8 q + j
         B frac;  // 2^(j/8)
 #if defined(__AVX512F__)
@@ -352,7 +366,7 @@ inline B exp2_eighths(const B& t) noexcept {
 // softmax of the attention nest and the softmax plan).
 template <class B>
 inline B exp_shifted(const B& x, const B& m8) noexcept {
-    return exp2_eighths(fma(x, B(log2e_x8<value_t<B>>), -m8));
+    return exp2_eighths(simd::fma(x, B(log2e_x8<value_t<B>>), -m8));
 }
 
 // The larger of a running maximum m and x, ignoring a NaN in x: where only the shift of an
