@@ -172,7 +172,7 @@ inline void score_tile(rows_view<F> k, const F* qt, const Tree& t, Pos pos, std:
     F* const tile = st;
     Vb mx[NVq];
     for (auto& x : mx) x = Vb(-std::numeric_limits<F>::infinity());
-    auto rows = [&]<std::size_t Rows>(std::size_t jr) {
+    auto rows = [&]<std::size_t Rows>(std::size_t jr) __attribute__((always_inline)) {
         Vb acc[Rows][NVq];
         for (auto& row : acc)
             for (auto& x : row) x = Vb(F(0));
@@ -224,7 +224,7 @@ inline void online_softmax(F* const st, const Vb (&mt)[NVq], Vb (&m)[NVq], Vb (&
 template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MRV, std::size_t DV, class F>
 inline void accumulate_pv(rows_view<F> v, const F* pt, F* ot, const Vb (&alpha)[NVq], bool fresh) noexcept {
     constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
-    auto value_rows = [&]<std::size_t Rows>(std::size_t dv0) {
+    auto value_rows = [&]<std::size_t Rows>(std::size_t dv0) __attribute__((always_inline)) {
         Vb acc[Rows][NVq];
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NVq; ++c)
