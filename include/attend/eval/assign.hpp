@@ -74,7 +74,11 @@ void assign(T* out, E&& expr) {
                       "attend: assignment: element types differ (float <-> double and floating -> integer need "
                       "attend::cast; bool goes only into bool)");
         if constexpr (check::assignable<Op, S, typename L::shape_type>::ok && types::assignable<T, L>) {
-            const L node = operand(std::forward<E>(expr));
+            // A tree is used where it stands (it outlives this call); only leaves are made.
+            const auto& node = [&]() -> decltype(auto) {
+                if constexpr (std::is_same_v<std::remove_cvref_t<E>, L>) return static_cast<const L&>(expr);
+                else return operand(std::forward<E>(expr));
+            }();
             check_run_time(node);
             if (must_use_temporary<S>(out, node)) {
                 with_temporary<T, S::size>([&](T* tmp) {
