@@ -415,6 +415,73 @@ inline value_t<B> reduce_max(const B& x) noexcept {
     }
 }
 
+// out[r] = reduce_add(a[r]) for r < N, for many sums at once: float lanes of AVX or AVX-512 in
+// groups of 4 or 8 by a transposing tree (pairs interleaved within 128-bit blocks, then the
+// blocks folded), about 3 operations a sum where one reduce_add takes 6 to 8. The sums are
+// associated differently from reduce_add's (both are one tree over the lanes).
+#if defined(__AVX512F__)
+inline __m512 pair_sum(__m512 a, __m512 b) noexcept {  // 4-lane blocks: a b a b partials
+    return _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+}
+inline __m512 quad_sum(__m512 x, __m512 y) noexcept {  // 4-lane blocks: keys 0 1 2 3 partials
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x44), _mm512_shuffle_ps(x, y, 0xEE));
+}
+// Four sums: lanes 0..3 of the result.
+inline __m512 reduce_add_4(const __m512* a) noexcept {
+    const __m512 q = quad_sum(pair_sum(a[0], a[1]), pair_sum(a[2], a[3]));
+    const __m512 h = _mm512_add_ps(q, _mm512_shuffle_f32x4(q, q, 0x4E));
+    return _mm512_add_ps(h, _mm512_shuffle_f32x4(h, h, 0xB1));
+}
+// Eight sums: lanes 0..7 of the result.
+inline __m512 reduce_add_8(const __m512* a) noexcept {
+    const __m512 x = quad_sum(pair_sum(a[0], a[1]), pair_sum(a[2], a[3]));
+    const __m512 y = quad_sum(pair_sum(a[4], a[5]), pair_sum(a[6], a[7]));
+    // blocks: x's keys (two partials), y's keys (two partials)
+    const __m512 r = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44), _mm512_shuffle_f32x4(x, y, 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(r, r, 0x08), _mm512_shuffle_f32x4(r, r, 0x0D));
+}
+#endif
+#if defined(__AVX__)
+inline __m256 pair_sum(__m256 a, __m256 b) noexcept { return _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b)); }
+inline __m256 quad_sum(__m256 x, __m256 y) noexcept {
+    return _mm256_add_ps(_mm256_shuffle_ps(x, y, 0x44), _mm256_shuffle_ps(x, y, 0xEE));
+}
+inline __m256 reduce_add_4(const __m256* a) noexcept {
+    const __m256 q = quad_sum(pair_sum(a[0], a[1]), pair_sum(a[2], a[3]));
+    return _mm256_add_ps(q, _mm256_permute2f128_ps(q, q, 0x01));
+}
+inline __m256 reduce_add_8(const __m256* a) noexcept {
+    const __m256 x = quad_sum(pair_sum(a[0], a[1]), pair_sum(a[2], a[3]));
+    const __m256 y = quad_sum(pair_sum(a[4], a[5]), pair_sum(a[6], a[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31));
+}
+#endif
+
+template <std::size_t N, class B>
+inline void reduce_add_each(const B (&a)[N], value_t<B>* out) noexcept {
+    constexpr bool tree = is_batch<B> && std::is_same_v<value_t<B>, float> && N % 4 == 0 &&
+#if defined(__AVX512F__)
+                          (sizeof(B) == 64 || sizeof(B) == 32);
+#elif defined(__AVX__)
+                          sizeof(B) == 32;
+#else
+                          false;
+#endif
+    if constexpr (tree) {
+        using R = decltype(a[0].data);  // __m512 or __m256
+        constexpr std::size_t G = N % 8 == 0 ? 8 : 4;
+        for (std::size_t g = 0; g < N; g += G) {
+            R r[G];
+            for (std::size_t k = 0; k < G; ++k) r[k] = a[g + k];
+            alignas(64) float s[sizeof(B) / sizeof(float)];
+            B(G == 8 ? reduce_add_8(r) : reduce_add_4(r)).store_aligned(s);
+            for (std::size_t k = 0; k < G; ++k) out[g + k] = s[k];
+        }
+    } else {
+        for (std::size_t r = 0; r < N; ++r) out[r] = reduce_add(a[r]);
+    }
+}
+
 // dst[c * LDD + r] = src[r * LDS + c] for r < Rows, c < Cols. Float goes through 8 x 8 blocks in
 // ymm registers where AVX is on (also on AVX-512 targets): the attention nest transposes each
 // query tile in and out, and element-wise that costs as much as the tile's work at 16 x 16.

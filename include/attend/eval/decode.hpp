@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -38,7 +39,8 @@ struct decode_tiling {
     static constexpr std::size_t BN = 256;
     // Scores: MB queries x RK keys of dot products, plus RK key vectors and one query vector.
     static constexpr std::size_t MB = std::min<std::size_t>(NQ, 4);
-    static constexpr std::size_t RK = std::clamp<std::size_t>((regs - 4) / (MB + 1), 1, 8);
+    // (a power of two: the lanes of RK accumulators are summed by one transposing tree)
+    static constexpr std::size_t RK = std::bit_floor(std::clamp<std::size_t>((regs - 4) / (MB + 1), 1, 8));
     // P V: MQ queries x NVd vectors of output columns, plus NVd value vectors and a broadcast;
     // few queries take more columns, so that enough independent sums hide the FMA latency.
     static constexpr std::size_t MQ = std::min<std::size_t>(NQ, regs >= 32 ? 8 : 4);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <type_traits>
 
@@ -55,7 +56,8 @@ struct matvec_tiling {
     // rows_n: x rows and weight rows per register tile, MB x RN accumulators plus RN weight
     // vectors and one x vector within the register file.
     static constexpr std::size_t MB = std::min(M, regs >= 32 ? std::size_t{8} : std::size_t{4});
-    static constexpr std::size_t RN = std::clamp<std::size_t>((regs - 4) / (MB + 1), 1, 8);
+    // (a power of two: the lanes of RN accumulators are summed by one transposing tree)
+    static constexpr std::size_t RN = std::bit_floor(std::clamp<std::size_t>((regs - 4) / (MB + 1), 1, 8));
 };
 
 template <class MM>
@@ -134,12 +136,14 @@ inline void dot_tile(const F* x, std::size_t ldx, const F* w, std::size_t ldn, F
             for (std::size_t r = 0; r < RN; ++r) acc[m][r] = simd::fma(xv, wv[r], acc[m][r]);
         }
     }
-    for (std::size_t m = 0; m < MB; ++m)
+    for (std::size_t m = 0; m < MB; ++m) {
+        F s[RN];
+        simd::reduce_add_each(acc[m], s);
         for (std::size_t r = 0; r < RN; ++r) {
-            F s = simd::reduce_add(acc[m][r]);
-            for (std::size_t k = KV; k < K; ++k) s += x[m * ldx + k] * w[r * ldn + k];
-            y[m * ldy + r * q] = s;
+            for (std::size_t k = KV; k < K; ++k) s[r] += x[m * ldx + k] * w[r * ldn + k];
+            y[m * ldy + r * q] = s[r];
         }
+    }
 }
 
 // RN output columns for all M rows of x, MB rows at a time (the weight rows stay in L1/L2
