@@ -482,6 +482,121 @@ inline void reduce_add_each(const B (&a)[N], value_t<B>* out) noexcept {
     }
 }
 
+// The maximum and the sum of a bundle's lanes, in every lane (butterflies on AVX-512 and AVX,
+// so that a chain that needs them stays in vector registers). No NaN handling: callers clean.
+template <class B>
+inline B max_across(B x) noexcept {
+#if defined(__AVX512F__)
+    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 16) {
+        x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E));
+        x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0xB1));
+        x = _mm512_max_ps(x, _mm512_permute_ps(x, 0x4E));
+        return _mm512_max_ps(x, _mm512_permute_ps(x, 0xB1));
+    }
+#endif
+#if defined(__AVX__)
+    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 8) {
+        x = _mm256_max_ps(x, _mm256_permute2f128_ps(x, x, 0x01));
+        x = _mm256_max_ps(x, _mm256_permute_ps(x, 0x4E));
+        return _mm256_max_ps(x, _mm256_permute_ps(x, 0xB1));
+    }
+#endif
+    return B(reduce_max(x));
+}
+template <class B>
+inline B sum_across(B x) noexcept {
+#if defined(__AVX512F__)
+    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 16) {
+        x = _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E));
+        x = _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0xB1));
+        x = _mm512_add_ps(x, _mm512_permute_ps(x, 0x4E));
+        return _mm512_add_ps(x, _mm512_permute_ps(x, 0xB1));
+    }
+#endif
+#if defined(__AVX__)
+    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 8) {
+        x = _mm256_add_ps(x, _mm256_permute2f128_ps(x, x, 0x01));
+        x = _mm256_add_ps(x, _mm256_permute_ps(x, 0x4E));
+        return _mm256_add_ps(x, _mm256_permute_ps(x, 0xB1));
+    }
+#endif
+    return B(reduce_add(x));
+}
+
+// The value of lane j in every lane.
+template <class B>
+inline B lane_broadcast(const B& x, std::size_t j) noexcept {
+#if defined(__AVX512F__)
+    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 16)
+        return _mm512_permutexvar_ps(_mm512_set1_epi32(static_cast<int>(j)), x);
+#endif
+#if defined(__AVX2__)
+    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 8)
+        return _mm256_permutevar8x32_ps(x, _mm256_set1_epi32(static_cast<int>(j)));
+#endif
+    alignas(64) value_t<B> t[lanes<B>];
+    x.store_aligned(t);
+    return B(t[j]);
+}
+
+// s[i] lane j = sum over d < D of q[i * D + d] * k[j * ldk + d], for the lanes j of one bundle:
+// dot products of NQ queries with W adjacent rows, summed across lanes by the transposing tree,
+// so the scores arrive in one register (not in W scalar stores read back as a vector, which
+// cannot be forwarded from the store queue).
+template <std::size_t NQ, std::size_t D, class B, class F>
+inline void dot_block(const F* q, const F* k, std::size_t ldk, B (&s)[NQ]) noexcept {
+    // G keys at a time: NQ x G accumulators, G key vectors and a query vector in registers.
+    constexpr std::size_t W = lanes<B>, G = std::min<std::size_t>(W, NQ <= 2 ? 8 : 4), DW = D / W * W;
+    constexpr bool tree = std::is_same_v<F, float> && DW == D && (G == 8 || G == 4) && (W == 16 || W == 8);
+    alignas(64) F part[NQ][W];
+    B h[NQ][W / G];  // each group's G sums in lanes 0 .. G-1
+    for (std::size_t g = 0; g < W; g += G) {
+        B acc[NQ][G];
+        for (auto& row : acc)
+            for (auto& a : row) a = B(F(0));
+        for (std::size_t d = 0; d < DW; d += W) {
+            B kv[G];
+            for (std::size_t r = 0; r < G; ++r) kv[r] = B::load_unaligned(k + (g + r) * ldk + d);
+            for (std::size_t i = 0; i < NQ; ++i) {
+                const B qv = B::load_unaligned(q + i * D + d);
+                for (std::size_t r = 0; r < G; ++r) acc[i][r] = simd::fma(qv, kv[r], acc[i][r]);
+            }
+        }
+        for (std::size_t i = 0; i < NQ; ++i) {
+            if constexpr (tree) {
+                decltype(acc[i][0].data) r[G];
+                for (std::size_t u = 0; u < G; ++u) r[u] = acc[i][u];
+                if constexpr (G == 8) h[i][g / G] = reduce_add_8(r);
+                else h[i][g / G] = reduce_add_4(r);
+            } else {
+                reduce_add_each(acc[i], part[i] + g);
+                for (std::size_t r = 0; r < G; ++r)
+                    for (std::size_t d = DW; d < D; ++d) part[i][g + r] += q[i * D + d] * k[(g + r) * ldk + d];
+            }
+        }
+    }
+    for (std::size_t i = 0; i < NQ; ++i) {
+        if constexpr (!tree) {
+            s[i] = B::load_aligned(part[i]);
+        } else if constexpr (W == G) {
+            s[i] = h[i][0];
+        } else if constexpr (W == 16 && G == 8) {
+#if defined(__AVX512F__)
+            s[i] = _mm512_shuffle_f32x4(h[i][0], h[i][1], 0x44);
+#endif
+        } else if constexpr (W == 16) {  // four groups of 4
+#if defined(__AVX512F__)
+            const __m512 a = _mm512_shuffle_f32x4(h[i][0], h[i][1], 0x00), b = _mm512_shuffle_f32x4(h[i][2], h[i][3], 0x00);
+            s[i] = _mm512_shuffle_f32x4(a, b, 0x88);
+#endif
+        } else {  // W == 8: two groups of 4
+#if defined(__AVX__)
+            s[i] = _mm256_permute2f128_ps(h[i][0], h[i][1], 0x20);
+#endif
+        }
+    }
+}
+
 // dst[c * LDD + r] = src[r * LDS + c] for r < Rows, c < Cols. Float goes through 8 x 8 blocks in
 // ymm registers where AVX is on (also on AVX-512 targets): the attention nest transposes each
 // query tile in and out, and element-wise that costs as much as the tile's work at 16 x 16.

@@ -201,9 +201,9 @@ BOOST_AUTO_TEST_CASE(masked_rows_give_zeros_and_never_nan) {
 // 17 take the prefill nest), GQA groups folded into the query axis, a cache of static capacity
 // filled to len = 0, 1, a key tile's edge (256) +- 1 and the capacity, and a chunk of new tokens
 // aligned bottom-right (key j is visible to new token i when j <= pos + i).
-template <std::size_t G>
+template <std::size_t G, std::size_t D = 20, std::size_t DV = 24>  // by default not multiples of a vector
 void check_decode() {
-    constexpr std::size_t HKV = 2, NMAX = 520, D = 20, DV = 24;  // D, DV not multiples of a vector
+    constexpr std::size_t HKV = 2, NMAX = 520;
     auto q = std::make_unique<tensor<float, HKV, G, D>>();
     auto k = std::make_unique<tensor<float, HKV, NMAX, D>>();
     auto v = std::make_unique<tensor<float, HKV, NMAX, DV>>();
@@ -215,7 +215,7 @@ void check_decode() {
     auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
     auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
     const double scale = 1 / std::sqrt(double(D));
-    for (int len : {0, 1, 255, 256, 257, 519, 520}) {
+    for (int len : {0, 1, 15, 16, 17, 255, 256, 257, 519, 520}) {
         auto s = attend::matmul(*q, attend::transpose(*k)) * float(scale);
         auto e = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= len, -INFINITY)), *v);
         static_assert(attend::plan_of<decltype(e)> == attend::plan::attention);
@@ -239,6 +239,15 @@ void check_decode_groups(std::index_sequence<G...>) {
 
 BOOST_AUTO_TEST_CASE(decode_every_query_count_cache_lengths_and_causal_chunks) {
     check_decode_groups(std::make_index_sequence<17>{});
+}
+
+// One or two queries with head dimensions of whole vectors: the streaming stage (decode_stream),
+// also where the value width differs from the key width.
+BOOST_AUTO_TEST_CASE(decode_stream_one_and_two_queries) {
+    check_decode<1, 32, 32>();
+    check_decode<2, 64, 64>();
+    check_decode<1, 128, 128>();
+    check_decode<2, 16, 48>();
 }
 
 // GQA in the layout of a model: Q (HKV, G, 1, D) against K, V (HKV, 1, NMAX, D), with a bias.

@@ -52,6 +52,9 @@ struct decode_tiling {
         return n;
     }();
     static constexpr std::size_t max_chunks = 8;  // split-KV parts per batch index
+    // One or two queries whose outputs fit in registers take the stream (decode_stream): every
+    // stage over W keys at a time, K and V rows read alternately in W-row blocks.
+    static constexpr bool stream = DV % W == 0 && NQ * (DV / W) <= 16 && NQ <= 2;
 };
 
 // A work item's running state for NQ queries: unnormalised outputs (NQ x DV), and per query the
@@ -191,6 +194,58 @@ inline void decode_pv(const F* pt, const F* v, std::size_t ldv, const F* alpha, 
         }
 }
 
+// All stages over W keys at a time for NQ queries whose outputs stay in registers: scores of
+// the block, the score tree on them, the online softmax, and P V into the outputs. Where the
+// tile-at-a-time stages read K and then V in 128 KiB runs (one memory stream at a time), this
+// reads both, W rows each in turn, as llama.cpp's per-key loop does.
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, std::size_t RK, class F,
+          class Tree, std::size_t Rs>
+__attribute__((always_inline)) inline void decode_stream(const F* q, const F* k, std::size_t ldk, const F* v, std::size_t ldv,
+                                                         const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
+                                                         const decode_state<F, NQ, DV>& s) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, NV = DV / W;
+    constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
+    static_assert(KB % W == 0);
+    B o[NQ][NV], m[NQ], l[NQ];  // m and l in every lane
+    for (std::size_t i = 0; i < NQ; ++i) {
+        m[i] = B(s.m[i]), l[i] = B(s.l[i]);
+        for (std::size_t c = 0; c < NV; ++c) o[i][c] = B::load_unaligned(s.o + i * DV + c * W);
+    }
+    for (std::size_t jb = 0; jb < KB; jb += W) {
+        B sc[NQ], p[NQ];
+        prefetch_rows(k + (jb + 2 * W) * ldk, ldk * sizeof(F), W, D * sizeof(F));  // may pass the end: harmless
+        prefetch_rows(v + (jb + 2 * W) * ldv, ldv * sizeof(F), W, DV * sizeof(F));
+        simd::dot_block<NQ, D>(q, k + jb * ldk, ldk, sc);
+        for (std::size_t i = 0; i < NQ; ++i) {
+            sc[i].store_aligned(st + i * BN + jb);  // one store, read back whole by the tree
+            pos.idx[Rs - 2] = i;
+            pos.idx[Rs - 1] = j0 + jb;
+            const B sv = read<B>(t, pos);
+            // The softmax in vector registers only: its chain is short, so that the next block's
+            // loads issue while it runs. A NaN score does not move the maximum.
+            const B mn = simd::maximum(m[i], simd::max_across(simd::running_max(B(ninf), sv)) * B(L8));
+            const B shift = simd::select<B>(mn == B(ninf), B(F(0)), mn);
+            const B alpha = simd::exp2_eighths(m[i] - shift);  // 0 while m is -inf
+            m[i] = mn;
+            p[i] = simd::exp_shifted(sv, shift);
+            l[i] = simd::fma(l[i], alpha, simd::sum_across(p[i]));
+            for (std::size_t c = 0; c < NV; ++c) o[i][c] = o[i][c] * alpha;
+        }
+        for (std::size_t j = 0; j < W; ++j) {  // P V, the probabilities broadcast from registers
+            B vv[NV];
+            for (std::size_t c = 0; c < NV; ++c) vv[c] = B::load_unaligned(v + (jb + j) * ldv + c * W);
+            for (std::size_t i = 0; i < NQ; ++i) {
+                const B pj = simd::lane_broadcast(p[i], j);
+                for (std::size_t c = 0; c < NV; ++c) o[i][c] = simd::fma(pj, vv[c], o[i][c]);
+            }
+        }
+    }
+    for (std::size_t i = 0; i < NQ; ++i) {
+        s.m[i] = m[i].get(0), s.l[i] = l[i].get(0);
+        for (std::size_t c = 0; c < NV; ++c) o[i][c].store_unaligned(s.o + i * DV + c * W);
+    }
+}
+
 // One work item: every query of batch index `batch` against keys [jb, je) (whole tiles but the
 // last), into the running state `s`.
 template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, class State>
@@ -223,6 +278,10 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     using Tree = decltype(with_tile(sc, tile_leaf<F, Ss, false>{{}, nullptr}));
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
         const auto [k, ldk] = contiguous_rows<KB, D, true, F>(kt, sp, j0, kpack);
+        if constexpr (G::stream && KB % G::W == 0) {
+            const auto [vr, ldv] = contiguous_rows<KB, DV, false, F>(v, ob, j0, vpack);
+            return decode_stream<B, NQ, KB, BN, D, DV, G::RK>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s);
+        }
         dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);

@@ -166,6 +166,15 @@ void dot_panel(const F* x, std::size_t ldx, const F* w, std::size_t ldn, std::si
     for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1);
 }
 
+// The same with each register tile on RN adjacent rows: one forward stream (a short block of
+// keys in the decode nest).
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, class F>
+void dot_rows(const F* x, std::size_t ldx, const F* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy) {
+    std::size_t c = 0;
+    for (; c + RN <= ncols; c += RN) dot_columns<B, M, MB, RN, K>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1);
+    for (; c < ncols; ++c) dot_columns<B, M, MB, 1, K>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1);
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
