@@ -45,8 +45,13 @@ struct matvec_tiling {
     // FMAs, where the register-blocked contraction was faster (Zen 1: 16 x 512 x 512 290 against
     // 502 µs, 16^3 0.48 against 0.86 µs), while from memory the matvec plan won up to 16 rows
     // (16 x 4096 x 4096: 28-46 against 56-64 ms; 1 x 4096 x 4096: 4.9 against 32-40 ms).
-    static constexpr std::size_t max_rows = 16;
-    static constexpr bool worth(std::size_t K) { return M <= 2 || K * N * sizeof(F) >= M * (std::size_t{256} << 10); }
+    // With 32 registers of 512 bits (Zen 5) the contraction takes rows_k weights beyond 4 rows:
+    // its register tiles beat the sums the axpy panels load and store (16 x 4096 x 4096: 7.3
+    // against 11.0 ms), while rows_n dot products still won (6.1 against 12.0 ms).
+    static constexpr std::size_t max_rows = 16, max_rows_k = regs >= 32 && W >= 16 ? 4 : 16;
+    static constexpr bool worth(std::size_t K, weight_layout wl) {
+        return (M <= 2 || K * N * sizeof(F) >= M * (std::size_t{256} << 10)) && (wl == weight_layout::rows_n || M <= max_rows_k);
+    }
     // Panel columns at most: the sums (M x NP) fit in 16 KiB of L1. A panel of whole weight rows
     // reads (K, N) as one forward stream, measured 20 % faster than half rows; panels are only
     // narrowed at run time to give each thread work.
@@ -67,8 +72,9 @@ inline constexpr bool matvec_applies = [] {
     } else {
         using F = compute_t<MM, double>;
         using G = matvec_tiling<F, simd::default_arch, MM::M, MM::N>;
-        return MM::M <= G::max_rows && G::worth(MM::K) &&
-               std::is_same_v<typename decltype(MM::a)::value_type, F> && weight_layout_of<decltype(MM::b), F> != weight_layout::none;
+        constexpr weight_layout wl = weight_layout_of<decltype(MM::b), F>;
+        return MM::M <= G::max_rows && wl != weight_layout::none && G::worth(MM::K, wl) &&
+               std::is_same_v<typename decltype(MM::a)::value_type, F>;
     }
 }();
 
