@@ -57,6 +57,17 @@ inline void store_bits(H* p, const ints<A>& v) noexcept {
     for (std::size_t l = 0; l < ints<A>::size; ++l) p[l] = H::from_bits(static_cast<std::uint16_t>(t[l]));
 }
 
+// All-ones lanes where a < c, for a and c in [0, 2^31): the sign of a - c. (Masks by arithmetic,
+// not xsimd::select: xsimd 8.1's integer select does not compile with g++ -O0 on AVX-512BW.)
+template <class A>
+inline ints<A> less(const ints<A>& a, const ints<A>& c) noexcept {
+    return (a - c) >> 31;
+}
+template <class A>
+inline ints<A> pick(const ints<A>& mask, const ints<A>& yes, const ints<A>& no) noexcept {
+    return (yes & mask) | (no & ~mask);
+}
+
 template <class A>
 inline floats<A> widen(const bf16* p) noexcept {
     return xsimd::bitwise_cast<floats<A>>(bits_of<A>(p) << 16);
@@ -68,9 +79,9 @@ inline floats<A> widen(const f16* p) noexcept {
     const I h = bits_of<A>(p), sign = (h & I(0x8000)) << 16, em = h & I(0x7FFF);
     const I normal = (em << 13) + I(0x38000000);   // rebias the exponent by 127 - 15
     // inf and NaN: exponent all ones, payload kept, a NaN made quiet (as vcvtph2ps does)
-    const I special = ((em << 13) + I(0x70000000)) | xsimd::select(em > I(0x7C00), I(0x400000), I(0));
+    const I special = ((em << 13) + I(0x70000000)) | (I(0x400000) & less<A>(I(0x7C00), em));
     const I sub = xsimd::bitwise_cast<I>(xsimd::to_float(em) * floats<A>(0x1p-24f));  // exact
-    const I r = xsimd::select(em < I(0x400), sub, xsimd::select(em >= I(0x7C00), special, normal));
+    const I r = pick<A>(less<A>(em, I(0x400)), sub, pick<A>(less<A>(em, I(0x7C00)), normal, special));
     return xsimd::bitwise_cast<floats<A>>(r | sign);
 }
 
@@ -80,7 +91,7 @@ inline void narrow(bf16* p, const floats<A>& x) noexcept {
     using I = ints<A>;
     const I u = xsimd::bitwise_cast<I>(x);
     const I rounded = (u + I(0x7FFF) + ((u >> 16) & I(1))) >> 16, nan = (u >> 16) | I(0x40);
-    store_bits<A>(p, xsimd::select((u & I(0x7FFFFFFF)) > I(0x7F800000), nan, rounded));
+    store_bits<A>(p, pick<A>(less<A>(I(0x7F800000), u & I(0x7FFFFFFF)), nan, rounded));
 }
 
 // f16 by magnitude class; the subnormal range rounds by a float addition of 0.5, whose ulp (2^-24)
@@ -92,9 +103,9 @@ inline void narrow(f16* p, const floats<A>& x) noexcept {
     const I normal = ((a - I(0x38000000)) + I(0xFFF) + ((a >> 13) & I(1))) >> 13;
     const I sub = xsimd::bitwise_cast<I>(xsimd::bitwise_cast<floats<A>>(a) + floats<A>(0.5f)) - I(0x3F000000);
     const I nan = I(0x7E00) | ((a >> 13) & I(0x3FF));
-    I h = xsimd::select(a < I(0x38800000), sub, normal);
-    h = xsimd::select(a >= I(0x477FF000), I(0x7C00), h);
-    store_bits<A>(p, xsimd::select(a > I(0x7F800000), nan, h) | sign);
+    I h = pick<A>(less<A>(a, I(0x38800000)), sub, normal);
+    h = pick<A>(less<A>(a, I(0x477FF000)), h, I(0x7C00));
+    store_bits<A>(p, pick<A>(less<A>(I(0x7F800000), a), nan, h) | sign);
 }
 
 }  // namespace portable
