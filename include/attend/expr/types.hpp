@@ -3,9 +3,9 @@
 // Kinds: bool, integer, floating. The 16-bit storage types bf16 and f16 read as float: an
 // operation on them computes in float and gives float (`reads_as`; a leaf keeps its storage type
 // as value_type, so kernels never take it for float memory). A scalar operand is *weak*: it
-// adopts the element type of the expression it meets (NumPy's rule for Python scalars). Integer expressions meeting floating
-// ones become floating; strong float meeting strong double is an error (use cast); bool takes
-// no arithmetic. `result<Op, A...>` gives `type`, `weak` and `ok` for an operation on operand
+// adopts the element type of the expression it meets (NumPy's rule for Python scalars). Integer
+// expressions meeting floating ones become floating; strong float meeting strong double is an
+// error (use cast); bool takes no arithmetic. `result<Op, A...>` gives `type`, `weak` and `ok` for an operation on operand
 // nodes A...; when !ok, `type` is still defined so that the static_assert is the only error.
 #pragma once
 
