@@ -40,7 +40,7 @@ std::string extents_text() {
 // Whether a tree reads 16-bit memory or rounds to a 16-bit type (explain then names the conversions).
 template <class E>
 constexpr bool converts_half() {
-    if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::scalar>) return is_half<typename E::value_type>;
+    if constexpr (category_of<E> == category::leaf) return is_half<typename E::value_type>;
     else if constexpr (is_kind<E, kind::cast>) return is_half<typename E::cast_to> || any_child<E>([]<class C>() { return converts_half<C>(); });
     else return any_child<E>([]<class C>() { return converts_half<C>(); });
 }
