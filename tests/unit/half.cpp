@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(storage_types) {
     static_assert(static_cast<float>(f16::from_bits(0x0001)) == 0x1p-24f);
     tensor<bf16, 3> z;
     BOOST_TEST(z(0).to_bits() == 0);  // value-initialised
-    BOOST_TEST(std::string(attend::simd::half_conversion_name).size() > 0);
+    BOOST_TEST(!std::string(attend::simd::half_conversion_name).empty());
     BOOST_TEST(float(bf16(2.5f)) == 2.5f);
     BOOST_TEST(f16(-0.1).to_bits() == 0xAE66);  // NumPy: np.float64(-0.1).astype(np.float16)
     BOOST_TEST(static_cast<double>(f16::from_bits(0xAE66)) == -0.0999755859375);
