@@ -3,6 +3,7 @@
 // every plan with 16-bit operands or destinations against a double reference of the same rounded
 // inputs.
 #include <attend/attend.hpp>
+#include <attend/nn.hpp>
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -143,6 +144,11 @@ BOOST_AUTO_TEST_CASE(storage_types) {
     static_assert(static_cast<float>(f16::from_bits(0x0001)) == 0x1p-24f);
     tensor<bf16, 3> z;
     BOOST_TEST(z(0).to_bits() == 0);  // value-initialised
+    tensor<f16, 3> init{1.5f, -2, 0.1};  // braced values round like f16(x)
+    BOOST_TEST(init(1).to_bits() == 0xC000);
+    BOOST_TEST(init(2).to_bits() == f16(0.1).to_bits());
+    z = 1.25;  // a scalar is weak: it takes the destination's type
+    BOOST_TEST(z(2).to_bits() == bf16(1.25f).to_bits());
     BOOST_TEST(!std::string(attend::simd::half_conversion_name).empty());
     BOOST_TEST(float(bf16(2.5f)) == 2.5f);
     BOOST_TEST(f16(-0.1).to_bits() == 0xAE66);  // NumPy: np.float64(-0.1).astype(np.float16)
@@ -512,6 +518,41 @@ BOOST_AUTO_TEST_CASE(index_mask_through_bf16) {
         }
         return acc / z;
     }, 2e-5);
+}
+
+// Layers over bf16 activations and weights compute in float: the same values as over the
+// widened tensors; weights of 16 bits load, save and validate like float ones.
+struct half_weights {
+    BOOST_HANA_DEFINE_STRUCT(half_weights, (tensor<bf16, 8, 4>, w), (tensor<f16, 4>, g));
+};
+
+BOOST_AUTO_TEST_CASE(layers_and_weights) {
+    tensor<bf16, 3, 4> x;
+    tensor<bf16, 4> g;
+    ref::fill(x, 81);
+    ref::fill(g, 82);
+    const tensor<float, 3, 4> xf = x;
+    const tensor<float, 4> gf = g;
+    const tensor<float, 3, 4> r = attend::nn::rms_norm(x, g), rf = attend::nn::rms_norm(xf, gf);
+    const tensor<float, 3, 4> p = attend::nn::rope<4>(x, 5), pf = attend::nn::rope<4>(xf, 5);
+    for (std::size_t i = 0; i < r.size; ++i) {
+        BOOST_TEST(ref::close(r.data()[i], rf.data()[i], 1e-6));
+        BOOST_TEST(ref::close(p.data()[i], pf.data()[i], 1e-6));
+    }
+
+    half_weights m, back;
+    ref::fill(m.w, 83);
+    ref::fill(m.g, 84);
+    static_assert(attend::nn::byte_size<half_weights>() == 2 * (32 + 4));
+    std::vector<std::byte> bytes(attend::nn::byte_size<half_weights>());
+    BOOST_TEST(bool(attend::nn::save(m, bytes)));
+    BOOST_TEST(bool(attend::nn::load(back, bytes, attend::nn::validation::finite)));
+    for (std::size_t i = 0; i < m.w.size; ++i) BOOST_TEST(back.w.data()[i].to_bits() == m.w.data()[i].to_bits());
+    bytes[bytes.size() - 1] = std::byte{0x7C};  // the last f16 becomes inf (little-endian 0x7C00)
+    bytes[bytes.size() - 2] = std::byte{0x00};
+    const auto res = attend::nn::load(back, bytes, attend::nn::validation::finite);
+    BOOST_TEST((res.status == attend::nn::status::non_finite));
+    BOOST_TEST(res.message.find("g[3] is not finite") != std::string::npos, res.message);
 }
 
 BOOST_AUTO_TEST_CASE(explain_names_the_conversions) {
