@@ -322,6 +322,21 @@ BOOST_AUTO_TEST_CASE(destination_on_the_right_side) {
         }
 }
 
+// Views over one bf16 buffer, shifted by one element (two bytes) either way: the overlap test
+// measures address ranges in the leaves' own element size.
+BOOST_AUTO_TEST_CASE(shifted_views_of_the_destination) {
+    for (int shift : {-1, 1, 0}) {
+        tensor<bf16, 40> buf;
+        ref::fill(buf, 91);
+        const tensor<bf16, 40> before = buf;
+        attend::tensor_ref<bf16, 4, 8> dst(buf.data() + 4);
+        const attend::tensor_ref<const bf16, 4, 8> src(buf.data() + 4 + shift);
+        dst = attend::cast<bf16>(src * 2 + attend::transpose(attend::reshape<8, 4>(src)) * 0);
+        for (std::size_t i = 0; i < 32; ++i)
+            BOOST_TEST(buf(4 + i).to_bits() == bf16(static_cast<float>(before(4 + i + shift)) * 2.0f).to_bits(), shift << " " << i);
+    }
+}
+
 // The destination read during a contraction (a temporary) and in step (in place): bit for bit
 // the result of evaluating into a fresh tensor.
 BOOST_AUTO_TEST_CASE(destination_inside_matmul) {
