@@ -503,6 +503,28 @@ BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
     ref::expect_all(ol, [&](const ref::index& i) { return attention_at(dqh, *k_len, *v_len, i[0], i[1], i[2], false); }, 2e-5);
 }
 
+// One and two queries per batch index (the decode nest's shortest shapes), over bf16 caches.
+BOOST_AUTO_TEST_CASE(decode_one_and_two_queries) {
+    auto q1 = std::make_unique<tensor<float, 4, 1, 128>>();
+    auto k1 = std::make_unique<tensor<bf16, 4, 1000, 128>>();
+    auto v1 = std::make_unique<tensor<bf16, 4, 1000, 128>>();
+    ref::fill(*q1, 101);
+    ref::fill(*k1, 102);
+    ref::fill(*v1, 103);
+    auto o1 = std::make_unique<tensor<float, 4, 1, 128>>();
+    *o1 = attend::scaled_dot_product_attention(*q1, *k1, *v1);
+    ref::expect_all(*o1, [&](const ref::index& i) { return attention_at(*q1, *k1, *v1, i[0], i[1], i[2], false); }, 2e-5);
+
+    auto q2 = std::make_unique<tensor<bf16, 2, 2, 64>>();
+    auto k2 = std::make_unique<tensor<f16, 2, 500, 64>>();
+    auto v2 = std::make_unique<tensor<bf16, 2, 500, 64>>();
+    ref::fill(*q2, 104);
+    ref::fill(*k2, 105);
+    ref::fill(*v2, 106);
+    tensor<float, 2, 2, 64> o2 = attend::scaled_dot_product_attention(*q2, *k2, *v2);
+    ref::expect_all(o2, [&](const ref::index& i) { return attention_at(*q2, *k2, *v2, i[0], i[1], i[2], false); }, 2e-5);
+}
+
 // An index mask that rounds through bf16: the interval analysis that skips key tiles or drops the
 // mask must round the index range too (bf16(287) = 288: the tile of keys 240..287 is cut).
 BOOST_AUTO_TEST_CASE(index_mask_through_bf16) {
