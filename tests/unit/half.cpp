@@ -252,6 +252,9 @@ BOOST_AUTO_TEST_CASE(element_types) {
     static_assert(std::is_same_v<attend::element_t<decltype(attend::sum(h))>, float>);
     static_assert(std::is_same_v<attend::element_t<decltype(attend::softmax(h))>, float>);
     static_assert(std::is_same_v<attend::element_t<decltype(attend::cast<double>(h))>, double>);
+    // Kernels never read 16-bit memory as float in place: they pack (convert) it.
+    static_assert(!attend::detail::in_place<attend::operand_t<tensor<bf16, 4>&>, float, 0>);
+    static_assert(!attend::detail::in_place<attend::operand_t<tensor<f16, 4>&>, float, 0>);
     // Views over 16-bit memory read the same way.
     ref::fill(h, 71);
     const attend::tensor_ref<const bf16, 2, 2> r(h.data());
