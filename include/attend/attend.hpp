@@ -7,7 +7,8 @@
 //                             elementwise map, index generators, reductions and softmax, matmul, views
 //   eval/                     plan.hpp (the planner), alias.hpp (in place or not), the loop nests
 //                             (elementwise, reduction, contraction, attention), assignment entry points
-//   simd.hpp                  the thin layer over xsimd
+//   half.hpp                  the 16-bit storage types bf16 and f16, scalar conversions
+//   simd.hpp, simd_half.hpp   the thin layer over xsimd; whole-vector 16-bit conversions
 #pragma once
 
 #include "check.hpp"
@@ -36,6 +37,8 @@
 #include "expr/slice.hpp"
 #include "expr/types.hpp"
 #include "expr/view.hpp"
+#include "half.hpp"
 #include "shape.hpp"
 #include "simd.hpp"
+#include "simd_half.hpp"
 #include "tensor.hpp"

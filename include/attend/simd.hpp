@@ -4,7 +4,8 @@
 // Everything here is written once for two kinds of "lane bundle" B: an xsimd batch (the vector
 // body of a loop) and a plain scalar (the compile-time tail), so expression nodes have one
 // definition for both. It also supplies what xsimd 8.1 lacks: horizontal max, byte-mask loads and
-// stores for bool tensors, NaN-propagating maximum/minimum, and loads that convert element types.
+// stores for bool tensors, NaN-propagating maximum/minimum, and loads that convert element types
+// (16-bit ones through simd_half.hpp).
 #pragma once
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "config.hpp"
+#include "simd_half.hpp"
 
 namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
@@ -87,6 +89,8 @@ inline B load(const T* p) noexcept {
         return static_cast<F>(*p);
     } else if constexpr (std::is_same_v<T, F>) {
         return B::load_unaligned(p);
+    } else if constexpr (is_half<T> && std::is_same_v<F, float>) {
+        return load_half<B>(p);
     } else {
         alignas(64) F tmp[lanes<B>];
         for (std::size_t l = 0; l < lanes<B>; ++l) tmp[l] = static_cast<F>(p[l]);
@@ -101,6 +105,8 @@ inline void store(T* p, const B& v) noexcept {
         *p = static_cast<T>(v);
     } else if constexpr (std::is_same_v<T, F>) {
         v.store_unaligned(p);
+    } else if constexpr (is_half<T> && std::is_same_v<F, float>) {
+        store_half(p, v);
     } else {
         alignas(64) F tmp[lanes<B>];
         v.store_aligned(tmp);

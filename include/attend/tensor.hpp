@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "layout.hpp"
 #include "expr/core.hpp"
+#include "expr/types.hpp"
 #include "simd.hpp"
 
 namespace attend {
@@ -47,7 +48,7 @@ constexpr std::size_t offset_of(I... i) noexcept {
 template <class T, std::size_t... D>
 class tensor : public expr_base {
     static_assert(check::extents_positive<D...>::ok, "attend::tensor: every extent must be at least 1");
-    static_assert(std::is_arithmetic_v<T>, "attend::tensor: element type must be arithmetic");
+    static_assert(types::storable<T>, "attend::tensor: element type must be arithmetic, attend::bf16 or attend::f16");
 
 public:
     using value_type = T;
@@ -100,7 +101,7 @@ private:
 template <class T, std::size_t... D>
 class tensor_ref : public expr_base {
     static_assert(check::extents_positive<D...>::ok, "attend::tensor_ref: every extent must be at least 1");
-    static_assert(std::is_arithmetic_v<std::remove_const_t<T>>, "attend::tensor_ref: element type must be arithmetic");
+    static_assert(types::storable<std::remove_const_t<T>>, "attend::tensor_ref: element type must be arithmetic, attend::bf16 or attend::f16");
 
 public:
     using value_type = std::remove_const_t<T>;

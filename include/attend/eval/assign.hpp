@@ -26,12 +26,13 @@ struct eval {};
 
 namespace types {
 // What assignment converts implicitly: same type; a weak (scalar-typed) or integer tree into any
-// numeric destination; bool only into bool. float <-> double and floating -> integer need cast.
+// numeric destination; bool only into bool; bf16/f16 memory into float (exact). float <-> double,
+// floating -> integer and float -> bf16/f16 (rounding) need cast.
 template <class Dest, class L>
 inline constexpr bool assignable = [] {
     using T = typename L::value_type;
     if constexpr (std::is_same_v<Dest, bool> || std::is_same_v<T, bool>) return std::is_same_v<Dest, T>;
-    else return std::is_same_v<Dest, T> || L::weak || std::is_integral_v<T>;
+    else return std::is_same_v<Dest, T> || std::is_same_v<Dest, reads_as<T>> || L::weak || std::is_integral_v<T>;
 }();
 }  // namespace types
 
@@ -71,8 +72,8 @@ void assign(T* out, E&& expr) {
         static_assert(check::assignable<Op, S, typename L::shape_type>::ok,
                       "attend: assignment: the right side's shape does not broadcast to the destination's shape");
         static_assert(check::element_types<Op, T, typename L::value_type, types::assignable<T, L>>::ok,
-                      "attend: assignment: element types differ (float <-> double and floating -> integer need "
-                      "attend::cast; bool goes only into bool)");
+                      "attend: assignment: element types differ (float <-> double, floating -> integer and float -> "
+                      "bf16/f16 need attend::cast; bool goes only into bool)");
         if constexpr (check::assignable<Op, S, typename L::shape_type>::ok && types::assignable<T, L>) {
             // A tree is used where it stands (it outlives this call); only leaves are made.
             const auto& node = [&]() -> decltype(auto) {

@@ -94,7 +94,10 @@ interval bounds(const E& e, const box<R>& b) {
         const interval a = bounds(e.arg, b);
         if constexpr (std::is_same_v<typename E::cast_to, bool>) return truth(a.lo > 0 || a.hi < 0, a.lo == 0 && a.hi == 0);
         else if constexpr (std::is_integral_v<typename E::cast_to>) return {std::trunc(a.lo), std::trunc(a.hi)};
-        else return a;
+        else if constexpr (is_half<typename E::cast_to>) {  // rounding is monotonic: round the ends
+            using U = typename E::cast_to;
+            return {static_cast<double>(U(a.lo)), static_cast<double>(U(a.hi))};
+        } else return a;
     } else if constexpr (is_kind<E, kind::iota>) {
         using S = typename E::shape_type;
         constexpr std::size_t ax = R - S::rank + E::axis;

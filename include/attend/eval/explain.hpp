@@ -24,6 +24,8 @@ constexpr const char* type_name() {
     if constexpr (std::is_same_v<T, float>) return "float";
     else if constexpr (std::is_same_v<T, double>) return "double";
     else if constexpr (std::is_same_v<T, bool>) return "bool";
+    else if constexpr (std::is_same_v<T, bf16>) return "bf16";
+    else if constexpr (std::is_same_v<T, f16>) return "f16";
     else if constexpr (std::is_integral_v<T>) return "int";
     else return "?";
 }
@@ -33,6 +35,14 @@ std::string extents_text() {
     std::string s = "(";
     for (std::size_t k = 0; k < S::rank; ++k) s += (k ? ", " : "") + std::to_string(S::extents[k]);
     return s + ")";
+}
+
+// Whether a tree reads 16-bit memory or rounds to a 16-bit type (explain then names the conversions).
+template <class E>
+constexpr bool converts_half() {
+    if constexpr (category_of<E> == category::leaf) return is_half<typename E::value_type>;
+    else if constexpr (is_kind<E, kind::cast>) return is_half<typename E::cast_to> || any_child<E>([]<class C>() { return converts_half<C>(); });
+    else return any_child<E>([]<class C>() { return converts_half<C>(); });
 }
 
 // One line of text per tree, prefix notation.
@@ -169,6 +179,8 @@ std::string explain(const E& e) {
     } else {
         s += "plan: materialising: non-elementwise subtrees into temporaries, then one SIMD loop: " + detail::describe<L>() + "\n";
     }
+    if constexpr (detail::converts_half<L>())
+        s += std::string("16-bit conversions: ") + simd::half_conversion_name + "\n";
     if constexpr (p != plan::attention && detail::attention_refusal<L>()[0] != '\0')
         s += std::string("not fused as attention: ") + detail::attention_refusal<L>() + "\n";
     return s;

@@ -38,12 +38,27 @@ constexpr plan plan_for() {
     else return plan::materialising;
 }
 
+// out[0..N) = in[0..N) rounded to T (bf16 or f16), a vector at a time.
+template <class Arch, std::size_t N, class T>
+void narrow_copy(const float* in, T* out) noexcept {
+    using B = simd::batch<float, Arch>;
+    constexpr std::size_t W = simd::lanes<B>, NV = N / W * W;
+    for (std::size_t i = 0; i < NV; i += W) simd::store(out + i, B::load_unaligned(in + i));
+    for (std::size_t i = NV; i < N; ++i) out[i] = T(in[i]);
+}
+
 // Evaluates E into `out` of shape S by its plan; `out` overlaps nothing the plan reads unsafely
 // (alias.hpp decides, assign.hpp makes it so).
 template <class Arch, class S, class T, class E>
 void run_plan(T* out, const E& e) {
     constexpr plan p = plan_for<E, S>();
-    if constexpr (p == plan::attention) evaluate_attention<Arch, S>(out, e);
+    if constexpr (is_half<T> && p != plan::elementwise && p != plan::materialising) {
+        // The nests write float (and some read back what they wrote): a 16-bit destination gets
+        // their result rounded once, from a float temporary.
+        temp_buffer<float, S::size> wide;
+        run_plan<Arch, S>(wide.data(), e);
+        narrow_copy<Arch, S::size>(wide.data(), out);
+    } else if constexpr (p == plan::attention) evaluate_attention<Arch, S>(out, e);
     else if constexpr (p == plan::contraction || p == plan::matvec) evaluate_contraction<Arch, S>(out, e);
     else if constexpr (p == plan::softmax || p == plan::reduction) evaluate_node<Arch>(out, e);
     else lower<Arch>(e, [&](const auto& flat) { run_elementwise<Arch, S>(out, flat); });

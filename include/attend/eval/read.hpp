@@ -64,7 +64,7 @@ template <class E, class Fallback>
 using compute_t = std::conditional_t<E::precision == 1, float, std::conditional_t<E::precision == 2, double, Fallback>>;
 
 template <class T>
-using floating_or_double = std::conditional_t<std::is_floating_point_v<T>, T, double>;
+using floating_or_double = std::conditional_t<std::is_floating_point_v<types::reads_as<T>>, types::reads_as<T>, double>;
 
 // Lanes of element type T: a mask for bool, values otherwise.
 template <class B, class T>
@@ -250,6 +250,8 @@ inline auto convert(const V& v) noexcept {
         return simd::not_equal(v, simd::splat<B>(0));
     } else if constexpr (std::is_integral_v<U>) {
         return simd::trunc(v);
+    } else if constexpr (is_half<U> && std::is_same_v<simd::value_t<B>, float>) {  // round to bf16 / f16
+        return simd::round_to<U>(v);
     } else if constexpr (sizeof(U) < sizeof(simd::value_t<B>)) {  // narrowing: round through U
         if constexpr (simd::is_batch<B>) {
             alignas(64) simd::value_t<B> tmp[simd::lanes<B>];

@@ -46,7 +46,8 @@ struct map : expr_base {
     }
 };
 
-// cast<U>(a): conversion to U; the operand is computed in its own precision.
+// cast<U>(a): conversion to U; the operand is computed in its own precision. With U = bf16 or f16
+// the values are rounded to U (nearest even) and read back as float by the tree around it.
 template <class U, class A>
 struct cast_node : expr_base {
     using kind = kind::cast;
@@ -175,8 +176,8 @@ constexpr auto masked_fill(X&& x, M&& mask, V&& value) {
 template <class U, class A>
     requires expression<A>
 constexpr auto cast(A&& a) {
-    static_assert(std::is_arithmetic_v<U>, "attend: cast: the target type must be arithmetic");
-    if constexpr (any_invalid<operand_t<A>> || !std::is_arithmetic_v<U>) return invalid_expr{};
+    static_assert(types::storable<U>, "attend: cast: the target type must be arithmetic, attend::bf16 or attend::f16");
+    if constexpr (any_invalid<operand_t<A>> || !types::storable<U>) return invalid_expr{};
     else return cast_node<U, operand_t<A>>{{}, operand(std::forward<A>(a))};
 }
 

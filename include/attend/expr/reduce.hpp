@@ -39,7 +39,7 @@ template <class Op, std::size_t Axis, class A>
 struct reduce_node : expr_base {
     using kind = kind::reduce;
     using reduce_op = Op;
-    using value_type = std::conditional_t<std::is_same_v<Op, op::argmax>, std::int64_t, typename A::value_type>;
+    using value_type = std::conditional_t<std::is_same_v<Op, op::argmax>, std::int64_t, types::value_of<A>>;
     using shape_type = shapes::shape_of<detail::keep_one<typename A::shape_type, Axis>(A::shape_type::extents)>;
     static constexpr std::size_t axis = Axis;
     static constexpr bool weak = !std::is_same_v<Op, op::argmax> && A::weak;
@@ -56,7 +56,7 @@ template <std::size_t Axis, class A>
 struct softmax_node : expr_base {
     using kind = kind::softmax;
     using softmax_of = A;
-    using value_type = typename A::value_type;
+    using value_type = types::value_of<A>;
     using shape_type = typename A::shape_type;
     static constexpr std::size_t axis = Axis;
     static constexpr bool weak = A::weak;
@@ -118,8 +118,8 @@ constexpr auto softmax(A&& a) {
     } else {
         constexpr std::size_t ax = detail::axis_index<Axis, S>;
         static_assert(check::axis_in_range<op::softmax, ax, S>::ok, "attend: softmax: Axis must be an axis of the shape");
-        static_assert(std::is_floating_point_v<typename L::value_type>, "attend: softmax: needs a floating-point expression");
-        if constexpr (check::axis_in_range<op::softmax, ax, S>::ok && std::is_floating_point_v<typename L::value_type>)
+        static_assert(std::is_floating_point_v<types::value_of<L>>, "attend: softmax: needs a floating-point expression");
+        if constexpr (check::axis_in_range<op::softmax, ax, S>::ok && std::is_floating_point_v<types::value_of<L>>)
             return softmax_node<ax, L>{{}, operand(std::forward<A>(a))};
         else
             return invalid_expr{};

@@ -1,14 +1,18 @@
 // attend/expr/types.hpp — the operation tags and the element-type rules of expressions.
 //
-// Kinds: bool, integer, floating. A scalar operand is *weak*: it adopts the element type of the
-// expression it meets (NumPy's rule for Python scalars). Integer expressions meeting floating
-// ones become floating; strong float meeting strong double is an error (use cast); bool takes
-// no arithmetic. `result<Op, A...>` gives `type`, `weak` and `ok` for an operation on operand
+// Kinds: bool, integer, floating. The 16-bit storage types bf16 and f16 read as float: an
+// operation on them computes in float and gives float (`reads_as`; a leaf keeps its storage type
+// as value_type, so kernels never take it for float memory). A scalar operand is *weak*: it
+// adopts the element type of the expression it meets (NumPy's rule for Python scalars). Integer
+// expressions meeting floating ones become floating; strong float meeting strong double is an
+// error (use cast); bool takes no arithmetic. `result<Op, A...>` gives `type`, `weak` and `ok` for an operation on operand
 // nodes A...; when !ok, `type` is still defined so that the static_assert is the only error.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
+
+#include "../half.hpp"
 
 namespace attend {
 
@@ -56,6 +60,18 @@ namespace types {
 
 enum class kind { boolean, integer, floating };
 
+// The type an operation reads an element of type T as: float for bf16 and f16, else T.
+template <class T>
+using reads_as = std::conditional_t<is_half<T>, float, T>;
+
+// An operand node's value type as operations read it.
+template <class A>
+using value_of = reads_as<typename A::value_type>;
+
+// What tensors and casts may hold: numbers, bool, and the 16-bit storage types.
+template <class T>
+inline constexpr bool storable = std::is_arithmetic_v<T> || is_half<T>;
+
 template <class T>
 inline constexpr kind kind_of = std::is_same_v<T, bool>  ? kind::boolean
                                 : std::is_integral_v<T> ? kind::integer
@@ -94,7 +110,7 @@ template <class Rule, class... A>
 struct by_rule;
 
 template <class A, class B>
-struct by_rule<op::arith_rule, A, B> : arith<typename A::value_type, A::weak, typename B::value_type, B::weak> {};
+struct by_rule<op::arith_rule, A, B> : arith<value_of<A>, A::weak, value_of<B>, B::weak> {};
 
 // True division: integer / integer is floating (double, weak so it adopts float trees).
 template <class A, class B>
@@ -105,31 +121,30 @@ struct by_rule<op::divide_rule, A, B> : by_rule<op::arith_rule, A, B> {
 };
 
 template <class A>
-struct by_rule<op::same_rule, A> : typed<typename A::value_type, A::weak,
-                                         kind_of<typename A::value_type> != kind::boolean> {};
+struct by_rule<op::same_rule, A> : typed<value_of<A>, A::weak, kind_of<value_of<A>> != kind::boolean> {};
 
 template <class A>
 struct by_rule<op::math_rule, A>
-    : std::conditional_t<kind_of<typename A::value_type> == kind::floating, typed<typename A::value_type, A::weak>,
-                         typed<double, true, kind_of<typename A::value_type> == kind::integer>> {};
+    : std::conditional_t<kind_of<value_of<A>> == kind::floating, typed<value_of<A>, A::weak>,
+                         typed<double, true, kind_of<value_of<A>> == kind::integer>> {};
 
 template <class A, class B>
 struct by_rule<op::compare_rule, A, B>
     : typed<bool, false,
-            arith<typename A::value_type, A::weak, typename B::value_type, B::weak>::ok ||
-                (std::is_same_v<typename A::value_type, bool> && std::is_same_v<typename B::value_type, bool>)> {};
+            arith<value_of<A>, A::weak, value_of<B>, B::weak>::ok ||
+                (std::is_same_v<value_of<A>, bool> && std::is_same_v<value_of<B>, bool>)> {};
 
 template <class... A>
-struct by_rule<op::logic_rule, A...> : typed<bool, false, (std::is_same_v<typename A::value_type, bool> && ...)> {};
+struct by_rule<op::logic_rule, A...> : typed<bool, false, (std::is_same_v<value_of<A>, bool> && ...)> {};
 
 template <class C, class A, class B>
 struct by_rule<op::select_rule, C, A, B>
-    : std::conditional_t<std::is_same_v<typename A::value_type, bool> && std::is_same_v<typename B::value_type, bool>,
-                         typed<bool, A::weak && B::weak, std::is_same_v<typename C::value_type, bool>>,
-                         typed<typename arith<typename A::value_type, A::weak, typename B::value_type, B::weak>::type,
-                               arith<typename A::value_type, A::weak, typename B::value_type, B::weak>::weak,
-                               std::is_same_v<typename C::value_type, bool> &&
-                                   arith<typename A::value_type, A::weak, typename B::value_type, B::weak>::ok>> {};
+    : std::conditional_t<std::is_same_v<value_of<A>, bool> && std::is_same_v<value_of<B>, bool>,
+                         typed<bool, A::weak && B::weak, std::is_same_v<value_of<C>, bool>>,
+                         typed<typename arith<value_of<A>, A::weak, value_of<B>, B::weak>::type,
+                               arith<value_of<A>, A::weak, value_of<B>, B::weak>::weak,
+                               std::is_same_v<value_of<C>, bool> &&
+                                   arith<value_of<A>, A::weak, value_of<B>, B::weak>::ok>> {};
 
 }  // namespace types
 

@@ -99,8 +99,9 @@ namespace detail {
 template <class X>
 inline constexpr bool reusable = !(std::is_rvalue_reference_v<X&&> && (is_tensor<std::remove_cvref_t<X>>));
 
+// The element type a layer computes x in (float for bf16/f16 x).
 template <class X>
-using value_t = typename operand_t<X>::value_type;
+using value_t = types::value_of<operand_t<X>>;
 
 // The positions of a rotary pair, swapped.
 inline const tensor<std::int32_t, 2> swap_pair{1, 0};

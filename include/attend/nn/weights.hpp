@@ -139,8 +139,8 @@ result load(W& model, std::span<const std::byte> bytes, validation check = valid
         detail::for_each_weight(model, [&](const std::string& name, auto& t) {
             using T = typename std::remove_cvref_t<decltype(t)>::value_type;
             for (std::size_t k = 0; k < t.size; ++k, at += sizeof(T))
-                if constexpr (std::is_floating_point_v<T>)
-                    if (bad && !std::isfinite(detail::decode<T>(bytes.data() + at)))
+                if constexpr (std::is_floating_point_v<T> || is_half<T>)
+                    if (bad && !std::isfinite(static_cast<float>(detail::decode<T>(bytes.data() + at))))
                         bad = {status::non_finite, "attend::nn::load: " + name + "[" + std::to_string(k) + "] is not finite"};
         });
         if (!bad) return bad;

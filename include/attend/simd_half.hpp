@@ -1,0 +1,220 @@
+// attend/simd_half.hpp — whole-vector conversions between float lanes and bf16 / f16 memory.
+//
+// Part of the SIMD layer (simd.hpp's load and store use it for 16-bit memory), in the target's
+// inline namespace. Each target takes its own instructions where it has them: bf16 widens by a
+// 16-bit shift left everywhere; bf16 narrows with AVX-512 BF16's vcvtneps2bf16 (which flushes
+// denormal inputs to zero, so a vector holding one takes the bit path instead); f16 converts with
+// vcvtph2ps / vcvtps2ph (AVX-512F, F16C) or NEON's fcvtl / fcvtn. Everything else takes the
+// portable bit path below (integer lanes, the same rules as half.hpp), which the tests also call
+// directly. Every path gives the bits half.hpp's scalar conversions give.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <xsimd/xsimd.hpp>
+
+#include "config.hpp"
+#include "half.hpp"
+
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace simd {
+
+// Which instructions this build converts with (explain prints it).
+inline constexpr const char* half_conversion_name =
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+    "bf16: vcvtneps2bf16 (AVX-512 BF16; vectors holding a denormal by the bit path), widened by a shift; "
+    "f16: vcvtps2ph / vcvtph2ps (AVX-512F)";
+#elif defined(__AVX512F__)
+    "bf16: bit path (integer lanes), widened by a shift; f16: vcvtps2ph / vcvtph2ps (AVX-512F)";
+#elif defined(__F16C__)
+    "bf16: bit path (integer lanes), widened by a shift; f16: vcvtps2ph / vcvtph2ps (F16C)";
+#elif defined(__aarch64__)
+    "bf16: bit path (integer lanes), widened by a shift; f16: fcvtn / fcvtl (NEON)";
+#else
+    "bf16 and f16: bit path (integer lanes)";
+#endif
+
+namespace portable {
+
+template <class A>
+using floats = xsimd::batch<float, A>;
+template <class A>
+using ints = xsimd::batch<std::int32_t, A>;
+
+// The 16-bit patterns of p[0..lanes) in the low halves of integer lanes, and back.
+template <class A, class H>
+inline ints<A> bits_of(const H* p) noexcept {
+    alignas(64) std::int32_t t[ints<A>::size];
+    for (std::size_t l = 0; l < ints<A>::size; ++l) t[l] = p[l].to_bits();
+    return ints<A>::load_aligned(t);
+}
+template <class A, class H>
+inline void store_bits(H* p, const ints<A>& v) noexcept {
+    alignas(64) std::int32_t t[ints<A>::size];
+    v.store_aligned(t);
+    for (std::size_t l = 0; l < ints<A>::size; ++l) p[l] = H::from_bits(static_cast<std::uint16_t>(t[l]));
+}
+
+// All-ones lanes where a < c, for a and c in [0, 2^31): the sign of a - c. (Masks by arithmetic,
+// not xsimd::select: xsimd 8.1's integer select does not compile with g++ -O0 on AVX-512BW.)
+template <class A>
+inline ints<A> less(const ints<A>& a, const ints<A>& c) noexcept {
+    return (a - c) >> 31;
+}
+template <class A>
+inline ints<A> pick(const ints<A>& mask, const ints<A>& yes, const ints<A>& no) noexcept {
+    return (yes & mask) | (no & ~mask);
+}
+
+template <class A>
+inline floats<A> widen(const bf16* p) noexcept {
+    return xsimd::bitwise_cast<floats<A>>(bits_of<A>(p) << 16);
+}
+
+template <class A>
+inline floats<A> widen(const f16* p) noexcept {
+    using I = ints<A>;
+    const I h = bits_of<A>(p), sign = (h & I(0x8000)) << 16, em = h & I(0x7FFF);
+    const I normal = (em << 13) + I(0x38000000);   // rebias the exponent by 127 - 15
+    // inf and NaN: exponent all ones, payload kept, a NaN made quiet (as vcvtph2ps does)
+    const I special = ((em << 13) + I(0x70000000)) | (I(0x400000) & less<A>(I(0x7C00), em));
+    const I sub = xsimd::bitwise_cast<I>(xsimd::to_float(em) * floats<A>(0x1p-24f));  // exact
+    const I r = pick<A>(less<A>(em, I(0x400)), sub, pick<A>(less<A>(em, I(0x7C00)), normal, special));
+    return xsimd::bitwise_cast<floats<A>>(r | sign);
+}
+
+// Ties to even by integer addition (half.hpp's rule); NaN: upper half with the quiet bit.
+template <class A>
+inline void narrow(bf16* p, const floats<A>& x) noexcept {
+    using I = ints<A>;
+    const I u = xsimd::bitwise_cast<I>(x);
+    const I rounded = (u + I(0x7FFF) + ((u >> 16) & I(1))) >> 16, nan = (u >> 16) | I(0x40);
+    store_bits<A>(p, pick<A>(less<A>(I(0x7F800000), u & I(0x7FFFFFFF)), nan, rounded));
+}
+
+// f16 by magnitude class; the subnormal range rounds by a float addition of 0.5, whose ulp (2^-24)
+// is the f16 subnormal step.
+template <class A>
+inline void narrow(f16* p, const floats<A>& x) noexcept {
+    using I = ints<A>;
+    const I u = xsimd::bitwise_cast<I>(x), a = u & I(0x7FFFFFFF), sign = (u >> 16) & I(0x8000);
+    const I normal = ((a - I(0x38000000)) + I(0xFFF) + ((a >> 13) & I(1))) >> 13;
+    const I sub = xsimd::bitwise_cast<I>(xsimd::bitwise_cast<floats<A>>(a) + floats<A>(0.5f)) - I(0x3F000000);
+    const I nan = I(0x7E00) | ((a >> 13) & I(0x3FF));
+    I h = pick<A>(less<A>(a, I(0x38800000)), sub, normal);
+    h = pick<A>(less<A>(a, I(0x477FF000)), h, I(0x7C00));
+    store_bits<A>(p, pick<A>(less<A>(I(0x7F800000), a), nan, h) | sign);
+}
+
+}  // namespace portable
+
+// Whether this target has the f16 conversion instructions for 128- and 256-bit vectors.
+inline constexpr bool has_f16c =
+#if defined(__F16C__)
+    true;
+#else
+    false;
+#endif
+
+// Float lanes B (an xsimd float batch) from 16-bit memory H: exact.
+template <class B, class H>
+inline B load_half(const H* p) noexcept {
+    [[maybe_unused]] const void* at = p;
+    [[maybe_unused]] constexpr bool bf = std::is_same_v<H, bf16>;
+    if constexpr (false) {
+    }
+#if defined(__AVX512F__)
+    else if constexpr (sizeof(B) == 64) {
+        const __m256i v = _mm256_loadu_si256(static_cast<const __m256i*>(at));
+        if constexpr (bf) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+        else return _mm512_cvtph_ps(v);
+    }
+#endif
+#if defined(__AVX2__)
+    else if constexpr (sizeof(B) == 32 && (bf || has_f16c)) {
+        const __m128i v = _mm_loadu_si128(static_cast<const __m128i*>(at));
+        if constexpr (bf) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+#if defined(__F16C__)
+        else return _mm256_cvtph_ps(v);
+#endif
+    }
+#endif
+#if defined(__SSE2__)
+    else if constexpr (sizeof(B) == 16 && (bf || has_f16c)) {
+        const __m128i v = _mm_loadl_epi64(static_cast<const __m128i*>(at));
+        if constexpr (bf) return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), v));  // v << 16
+#if defined(__F16C__)
+        else return _mm_cvtph_ps(v);
+#endif
+    }
+#endif
+#if defined(__aarch64__)
+    else if constexpr (sizeof(B) == 16) {
+        const uint16x4_t v = vld1_u16(static_cast<const std::uint16_t*>(at));
+        if constexpr (bf) return vreinterpretq_f32_u32(vshll_n_u16(v, 16));
+        else return vcvt_f32_f16(vreinterpret_f16_u16(v));
+    }
+#endif
+    else {
+        return portable::widen<typename B::arch_type>(p);
+    }
+}
+
+// 16-bit memory H from float lanes B, rounded to nearest even (the bits half.hpp gives).
+template <class H, class B>
+inline void store_half(H* p, const B& x) noexcept {
+    [[maybe_unused]] void* at = p;
+    [[maybe_unused]] constexpr bool bf = std::is_same_v<H, bf16>;
+    if constexpr (false) {
+    }
+#if defined(__AVX512F__)
+    else if constexpr (sizeof(B) == 64 && !bf) {
+        _mm256_storeu_si256(static_cast<__m256i*>(at), _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+#if defined(__AVX512BF16__)
+    else if constexpr (sizeof(B) == 64) {
+        // vcvtneps2bf16 treats denormal inputs as zero: a vector holding one (rare) takes the bit path.
+        const __m512i a = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
+        if (_mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7FFFFF)) != 0) {
+            portable::narrow<typename B::arch_type>(p, x);
+        } else {
+            const __m256bh h = _mm512_cvtneps_pbh(x);
+            std::memcpy(at, &h, sizeof h);
+        }
+    }
+#endif
+#endif
+#if defined(__F16C__)
+    else if constexpr (sizeof(B) == 32 && !bf) {
+        _mm_storeu_si128(static_cast<__m128i*>(at), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    } else if constexpr (sizeof(B) == 16 && !bf) {
+        _mm_storel_epi64(static_cast<__m128i*>(at), _mm_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+#endif
+#if defined(__aarch64__)
+    else if constexpr (sizeof(B) == 16 && !bf) {
+        vst1_u16(static_cast<std::uint16_t*>(at), vreinterpret_u16_f16(vcvt_f16_f32(x)));
+    }
+#endif
+    else {
+        portable::narrow<typename B::arch_type>(p, x);
+    }
+}
+
+// v rounded to H and widened back (cast<bf16>(e) inside an expression).
+template <class H, class B>
+inline B round_to(const B& v) noexcept {
+    if constexpr (xsimd::is_batch<B>::value) {
+        alignas(64) H tmp[B::size];
+        store_half(tmp, v);
+        return load_half<B>(tmp);
+    } else {
+        return static_cast<B>(static_cast<float>(H(v)));
+    }
+}
+
+}  // namespace simd
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend

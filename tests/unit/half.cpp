@@ -1,0 +1,607 @@
+// bf16 and f16: conversions bit for bit (scalar, this target's vector path and the portable bit
+// path) against a reference rounding written from first principles in double arithmetic, and
+// every plan with 16-bit operands or destinations against a double reference of the same rounded
+// inputs.
+#include <attend/attend.hpp>
+#include <attend/nn.hpp>
+#include <boost/mpl/list.hpp>
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "reference.hpp"
+
+namespace {
+
+using attend::bf16;
+using attend::f16;
+using attend::tensor;
+using B = attend::simd::batch<float>;
+using Arch = B::arch_type;
+
+template <class H>
+struct format;
+template <>
+struct format<bf16> {
+    static constexpr int precision = 8, emin = -126, emax = 127;  // significand bits with the leading one
+};
+template <>
+struct format<f16> {
+    static constexpr int precision = 11, emin = -14, emax = 15;
+};
+
+// x rounded to nearest even in format H, as a double (±inf past the largest finite value):
+// the quantum of x's binade (or of the subnormal range) by frexp, and nearbyint of the quotient.
+template <class H>
+double reference_round(float x) {
+    using F = format<H>;
+    const double d = x;
+    if (!std::isfinite(d) || d == 0) return d;
+    int e;
+    std::frexp(d, &e);  // |d| in [2^(e-1), 2^e)
+    const double quantum = std::ldexp(1.0, std::max(e - 1, F::emin) - F::precision + 1);
+    const double r = std::nearbyint(d / quantum) * quantum;  // the default rounding mode: ties to even
+    const double largest = std::ldexp(2.0 - std::ldexp(1.0, 1 - F::precision), F::emax);
+    return std::abs(r) > largest ? std::copysign(INFINITY, d) : r;
+}
+
+// The value of a 16-bit pattern, from its fields in double arithmetic.
+template <class H>
+double reference_value(std::uint16_t bits) {
+    using F = format<H>;
+    constexpr int mbits = F::precision - 1, ebits = 15 - mbits, bias = F::emax;
+    const int e = (bits >> mbits) & ((1 << ebits) - 1);
+    const int m = bits & ((1 << mbits) - 1);
+    const double sign = (bits & 0x8000) ? -1.0 : 1.0;
+    if (e == (1 << ebits) - 1) return m ? NAN : sign * INFINITY;
+    if (e == 0) return sign * std::ldexp(m, F::emin - mbits);
+    return sign * std::ldexp(1.0 + std::ldexp(m, -mbits), e - bias);
+}
+
+template <class H>
+bool quiet_nan_bits(std::uint16_t bits) {
+    constexpr std::uint16_t quiet = std::is_same_v<H, bf16> ? 0x0040 : 0x0200;
+    return std::isnan(reference_value<H>(bits)) && (bits & quiet);
+}
+
+std::uint32_t bits_of(float f) {
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+float float_of(std::uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+// Checks one rounding result against the reference; returns whether it matched.
+template <class H>
+bool rounds_right(float x, std::uint16_t got) {
+    if (std::isnan(x)) return quiet_nan_bits<H>(got) && (got >> 15) == (bits_of(x) >> 31);
+    const double want = reference_round<H>(x), value = reference_value<H>(got);
+    return value == want && std::signbit(value) == std::signbit(want);
+}
+
+// Narrowing n float patterns through the three paths; the count of mismatches per path.
+template <class H>
+std::array<std::size_t, 3> narrow_mismatches(const std::vector<std::uint32_t>& patterns) {
+    std::array<std::size_t, 3> bad{};
+    constexpr std::size_t W = B::size;
+    alignas(64) float in[W];
+    alignas(64) H vec[W], port[W];
+    for (std::size_t i = 0; i + W <= patterns.size(); i += W) {
+        for (std::size_t l = 0; l < W; ++l) in[l] = float_of(patterns[i + l]);
+        const B x = B::load_aligned(in);
+        attend::simd::store(vec, x);
+        attend::simd::portable::narrow<Arch>(port, x);
+        for (std::size_t l = 0; l < W; ++l) {
+            const std::uint16_t paths[3] = {H(in[l]).to_bits(), vec[l].to_bits(), port[l].to_bits()};
+            for (int k = 0; k < 3; ++k)
+                if (!rounds_right<H>(in[l], paths[k]) && bad[k]++ < 3)
+                    BOOST_ERROR("path " << k << " rounds " << std::hex << patterns[i + l] << " to " << paths[k]);
+        }
+    }
+    return bad;
+}
+
+// Float patterns: every class and its neighbourhood, then a large pseudo-random sample.
+std::vector<std::uint32_t> float_patterns() {
+    std::vector<std::uint32_t> p;
+    const std::uint32_t centres[] = {0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x33000000, 0x33800000, 0x387FE000,
+                                     0x38800000, 0x3F800000, 0x3F808000, 0x3F818000, 0x3F801000, 0x3F803000, 0x477FE000,
+                                     0x477FF000, 0x47800000, 0x7F7F8000, 0x7F7FFFFF, 0x7F800000, 0x7F800001, 0x7FC00000,
+                                     0x7FFFFFFF, 0x4B7FFF80, 0x3F7FFF80};
+    for (std::uint32_t c : centres)
+        for (std::uint32_t sign : {0u, 0x80000000u})
+            for (std::uint32_t d = 0; d < 4096; ++d) p.push_back(sign | ((c + d - 2048) & 0x7FFFFFFF));
+    std::uint32_t s = 12345;
+    for (int i = 0; i < (1 << 20); ++i) {
+        s = s * 1664525u + 1013904223u;
+        p.push_back(s);
+    }
+    // Every f16 subnormal and the top of the f16 range, densely.
+    for (std::uint32_t u = 0x33000000; u < 0x38900000; u += 37) p.push_back(u);
+    for (std::uint32_t u = 0x477F0000; u < 0x47810000; ++u) p.push_back(u);
+    while (p.size() % B::size) p.push_back(0);
+    return p;
+}
+
+using half_types = boost::mpl::list<bf16, f16>;
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(half)
+
+BOOST_AUTO_TEST_CASE(storage_types) {
+    static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2);
+    static_assert(std::is_trivially_copyable_v<bf16> && std::is_trivially_copyable_v<f16>);
+    static_assert(bf16(1.0f).to_bits() == 0x3F80 && f16(1.0f).to_bits() == 0x3C00);  // constexpr
+    static_assert(static_cast<float>(f16::from_bits(0x0001)) == 0x1p-24f);
+    tensor<bf16, 3> z;
+    BOOST_TEST(z(0).to_bits() == 0);  // value-initialised
+    tensor<f16, 3> init{1.5f, -2, 0.1};  // braced values round like f16(x)
+    BOOST_TEST(init(1).to_bits() == 0xC000);
+    BOOST_TEST(init(2).to_bits() == f16(0.1).to_bits());
+    z = 1.25;  // a scalar is weak: it takes the destination's type
+    BOOST_TEST(z(2).to_bits() == bf16(1.25f).to_bits());
+    BOOST_TEST(!std::string(attend::simd::half_conversion_name).empty());
+    BOOST_TEST(float(bf16(2.5f)) == 2.5f);
+    BOOST_TEST(f16(-0.1).to_bits() == 0xAE66);  // NumPy: np.float64(-0.1).astype(np.float16)
+    BOOST_TEST(static_cast<double>(f16::from_bits(0xAE66)) == -0.0999755859375);
+    BOOST_TEST(static_cast<int>(bf16(-3.0f)) == -3);
+}
+
+// f16 expectations from NumPy 1.24.2: np.float32(x).astype(np.float16).view(np.uint16); bf16 ones
+// by hand from the float's bits (upper half, rounded to even).
+BOOST_AUTO_TEST_CASE(literal_expectations) {
+    struct row {
+        std::uint32_t in;
+        std::uint16_t f16_bits;
+    };
+    const row numpy[] = {
+        {0x3f800000, 0x3c00}, {0xbf800000, 0xbc00}, {0x00000000, 0x0000}, {0x80000000, 0x8000}, {0x7f800000, 0x7c00},
+        {0xff800000, 0xfc00}, {0x477fe000, 0x7bff},  // 65504
+        {0x477feffd, 0x7bff},                        // 65519.988
+        {0x477ff000, 0x7c00},                        // 65520
+        {0x47800000, 0x7c00}, {0x47c35000, 0x7c00}, {0xc788b800, 0xfc00}, {0x38800000, 0x0400}, {0x33800000, 0x0001},
+        {0x33000000, 0x0000},  // 2^-25: the tie goes to even 0
+        {0x33400000, 0x0001}, {0x33c00000, 0x0002}, {0x33000001, 0x0001}, {0x3380d959, 0x0001}, {0x337ffae5, 0x0001},
+        {0x2edbe6ff, 0x0000}, {0x3dcccccd, 0x2e66}, {0x3eaaaaab, 0x3555}, {0x44ffe000, 0x67ff}, {0x45001000, 0x6800},
+        {0x45003000, 0x6802}, {0x45800800, 0x6c00}, {0x3f801000, 0x3c00}, {0x3f803000, 0x3c02},
+        {0x44ffffff, 0x6800},  // into the next binade
+        {0x3900f990, 0x0808}, {0xc0490fd0, 0xc248}, {0x3727c5ac, 0x00a8},
+        {0x387fda40, 0x03ff}, {0x387fc000, 0x03ff}, {0x3f7ff000, 0x3c00}};
+    for (const row& r : numpy) BOOST_TEST(f16(float_of(r.in)).to_bits() == r.f16_bits, std::hex << r.in);
+
+    const std::pair<std::uint32_t, std::uint16_t> by_hand[] = {
+        {0x3F808000, 0x3F80},  // tie, lower even: stays
+        {0x3F818000, 0x3F82},  // tie, lower odd: up
+        {0x3F808001, 0x3F81},  // just above the tie
+        {0x3F7FFFFF, 0x3F80},  // into the next binade
+        {0x7F7FFFFF, 0x7F80},  // past the largest finite bf16: inf
+        {0x7F7F7FFF, 0x7F7F},  // largest finite
+        {0x00000001, 0x0000},  // float denormals: bf16 denormals, rounded
+        {0x00008000, 0x0000},  // tie to even 0
+        {0x00018000, 0x0002},  // tie to even 2
+        {0x807FFFFF, 0x8080},  // largest denormal rounds up to the least normal, sign kept
+        {0xFF800000, 0xFF80}, {0x80000000, 0x8000}, {0x7FC00000, 0x7FC0},
+        {0xFF800001, 0xFFC0},  // a signalling NaN comes back quiet, sign kept
+    };
+    for (auto [in, want] : by_hand) BOOST_TEST(bf16(float_of(in)).to_bits() == want, std::hex << in);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(widen_every_pattern, H, half_types) {
+    constexpr std::size_t W = B::size;
+    std::size_t bad = 0;
+    for (std::uint32_t h0 = 0; h0 < 65536; h0 += W) {
+        alignas(64) H in[W];
+        for (std::size_t l = 0; l < W; ++l) in[l] = H::from_bits(static_cast<std::uint16_t>(h0 + l));
+        alignas(64) float vec[W], port[W];
+        attend::simd::load<B>(static_cast<const H*>(in)).store_aligned(vec);
+        attend::simd::portable::widen<Arch>(static_cast<const H*>(in)).store_aligned(port);
+        for (std::size_t l = 0; l < W; ++l) {
+            const double want = reference_value<H>(in[l].to_bits());
+            for (float got : {static_cast<float>(in[l]), vec[l], port[l]}) {
+                const bool ok = std::isnan(want) ? std::isnan(got) && std::signbit(got) == bool(in[l].to_bits() >> 15)
+                                                 : double(got) == want && std::signbit(got) == std::signbit(want);
+                if (!ok && bad++ < 5) BOOST_ERROR("widening " << std::hex << h0 + l << " gave " << got);
+            }
+            if (std::is_same_v<H, bf16> && (bits_of(vec[l]) != std::uint32_t(h0 + l) << 16 || bits_of(port[l]) != bits_of(vec[l])))
+                ++bad;  // bf16 widens by a shift, NaN payloads included
+        }
+    }
+    BOOST_TEST(bad == 0u);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(narrow_sampled_patterns, H, half_types) {
+    const auto bad = narrow_mismatches<H>(float_patterns());
+    BOOST_TEST(bad[0] == 0u);  // scalar
+    BOOST_TEST(bad[1] == 0u);  // this target's vector path
+    BOOST_TEST(bad[2] == 0u);  // the portable bit path
+}
+
+// From double the rounding is direct, not through float (which would round a second time).
+BOOST_AUTO_TEST_CASE(double_rounds_once) {
+    const double above_tie = 1.0 + 0x1p-8 + 0x1p-40;  // as float exactly 1 + 2^-8: a tie, to even 1
+    BOOST_TEST(bf16(above_tie).to_bits() == 0x3F81);
+    BOOST_TEST(bf16(static_cast<float>(above_tie)).to_bits() == 0x3F80);
+    BOOST_TEST(f16(1.0 + 0x1p-11 + 0x1p-40).to_bits() == 0x3C01);
+    BOOST_TEST(f16(65519.999).to_bits() == 0x7BFF);
+    BOOST_TEST(f16(65520.0).to_bits() == 0x7C00);
+    BOOST_TEST(bf16(-0.0).to_bits() == 0x8000);
+    BOOST_TEST(bf16(3).to_bits() == 0x4040);  // integers too
+}
+
+// ---- expressions ---------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(element_types) {
+    tensor<bf16, 4> h;
+    tensor<f16, 4> g;
+    tensor<float, 4> f;
+    static_assert(std::is_same_v<attend::element_t<decltype(h * 2)>, float>);
+    static_assert(std::is_same_v<attend::element_t<decltype(h + g)>, float>);
+    static_assert(std::is_same_v<attend::element_t<decltype(h * f)>, float>);
+    static_assert(std::is_same_v<attend::element_t<decltype(exp(h))>, float>);
+    static_assert(std::is_same_v<attend::element_t<decltype(attend::cast<bf16>(f))>, bf16>);
+    static_assert(std::is_same_v<attend::element_t<decltype(attend::cast<bf16>(f) + 1)>, float>);
+    static_assert(std::is_same_v<attend::element_t<decltype(attend::sum(h))>, float>);
+    static_assert(std::is_same_v<attend::element_t<decltype(attend::softmax(h))>, float>);
+    static_assert(std::is_same_v<attend::element_t<decltype(attend::cast<double>(h))>, double>);
+    // Kernels never read 16-bit memory as float in place: they pack (convert) it.
+    static_assert(!attend::detail::in_place<attend::operand_t<tensor<bf16, 4>&>, float, 0>);
+    static_assert(!attend::detail::in_place<attend::operand_t<tensor<f16, 4>&>, float, 0>);
+    // Views over 16-bit memory read the same way.
+    ref::fill(h, 71);
+    const attend::tensor_ref<const bf16, 2, 2> r(h.data());
+    f = attend::reshape<4>(r * 2);
+    for (std::size_t i = 0; i < 4; ++i) BOOST_TEST(f(i) == 2.0f * static_cast<float>(h(i)));
+}
+
+BOOST_AUTO_TEST_CASE(mixed_trees_broadcasting) {
+    tensor<bf16, 5, 37> a;
+    tensor<float, 37> b;
+    tensor<f16, 5, 1> c;
+    ref::fill(a, 1);
+    ref::fill(b, 2);
+    ref::fill(c, 3);
+    tensor<float, 5, 37> out = a * b + c - exp(a) / (c * c + 1.0f);
+    ref::expect_all(out, [&](const ref::index& i) {
+        const double x = ref::at(a, i), y = ref::at(b, i), z = ref::at(c, i);
+        return x * y + z - std::exp(x) / (z * z + 1.0);
+    }, 1e-5);
+    // A bf16 tensor assigned to float is exact; cast<float> too.
+    tensor<float, 5, 37> wide = a, wide2 = attend::cast<float>(a);
+    for (std::size_t i = 0; i < wide.size; ++i) {
+        BOOST_TEST(bits_of(wide.data()[i]) == std::uint32_t(a.data()[i].to_bits()) << 16);
+        BOOST_TEST(bits_of(wide2.data()[i]) == bits_of(wide.data()[i]));
+    }
+    // A double tree reads bf16 through cast<double> (exact).
+    tensor<double, 5, 37> d = attend::cast<double>(a) * 2.0;
+    BOOST_TEST(d(4, 36) == 2.0 * static_cast<double>(a(4, 36)));
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(cast_rounds_to_nearest_even, H, half_types) {
+    tensor<float, 1027> x;  // whole vectors and a tail
+    ref::fill(x, 5, -70000.0, 70000.0);
+    x(0) = 65520.0f;
+    x(1) = 65519.99f;
+    x(2) = std::numeric_limits<float>::quiet_NaN();
+    x(3) = -INFINITY;
+    x(4) = 1e-7f;
+    x(1026) = 3e-8f;
+    tensor<H, 1027> h = attend::cast<H>(x);                            // a 16-bit destination
+    tensor<float, 1027> back = attend::cast<float>(attend::cast<H>(x));  // rounding inside a float tree
+    for (std::size_t i = 0; i < x.size; ++i) {
+        BOOST_TEST(rounds_right<H>(x(i), h(i).to_bits()), i);
+        BOOST_TEST(bits_of(back(i)) == bits_of(static_cast<float>(h(i))), i);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(destination_on_the_right_side) {
+    tensor<bf16, 9, 9> h, t;
+    ref::fill(h, 11);
+    const tensor<bf16, 9, 9> h0 = h;
+    h = attend::cast<bf16>(h * 2 + 1);
+    for (std::size_t i = 0; i < h.size; ++i)
+        BOOST_TEST(h.data()[i].to_bits() == bf16(static_cast<float>(h0.data()[i]) * 2.0f + 1.0f).to_bits());
+    // Reading the destination transposed: every element depends on another one.
+    t = h;
+    h = attend::cast<bf16>(attend::transpose(h) - h);
+    for (std::size_t i = 0; i < 9; ++i)
+        for (std::size_t j = 0; j < 9; ++j)
+            BOOST_TEST(h(i, j).to_bits() == bf16(static_cast<float>(t(j, i)) - static_cast<float>(t(i, j))).to_bits());
+    // Writing columns 2..5 (a strided destination) from rows 2..5 read through a transpose.
+    t = h;
+    attend::slice<1, 4>(h, 2) = attend::cast<bf16>(attend::slice<1, 4>(attend::transpose(h), 2) * 3);
+    for (std::size_t i = 0; i < 9; ++i)
+        for (std::size_t j = 0; j < 9; ++j) {
+            const bf16 want = (j >= 2 && j < 6) ? bf16(static_cast<float>(t(j, i)) * 3.0f) : t(i, j);
+            BOOST_TEST(h(i, j).to_bits() == want.to_bits());
+        }
+}
+
+// Views over one bf16 buffer, shifted by one element (two bytes) either way: the overlap test
+// measures address ranges in the leaves' own element size.
+BOOST_AUTO_TEST_CASE(shifted_views_of_the_destination) {
+    for (int shift : {-1, 1, 0}) {
+        tensor<bf16, 40> buf;
+        ref::fill(buf, 91);
+        const tensor<bf16, 40> before = buf;
+        attend::tensor_ref<bf16, 4, 8> dst(buf.data() + 4);
+        const attend::tensor_ref<const bf16, 4, 8> src(buf.data() + 4 + shift);
+        dst = attend::cast<bf16>(src * 2 + attend::transpose(attend::reshape<8, 4>(src)) * 0);
+        for (std::size_t i = 0; i < 32; ++i)
+            BOOST_TEST(buf(4 + i).to_bits() == bf16(static_cast<float>(before(4 + i + shift)) * 2.0f).to_bits(), shift << " " << i);
+    }
+}
+
+// The destination read during a contraction (a temporary) and in step (in place): bit for bit
+// the result of evaluating into a fresh tensor.
+BOOST_AUTO_TEST_CASE(destination_inside_matmul) {
+    tensor<bf16, 8, 40> m;
+    tensor<bf16, 40, 40> w;
+    ref::fill(m, 51);
+    ref::fill(w, 52, -0.3, 0.3);
+    const tensor<bf16, 8, 40> m0 = m;
+    const tensor<bf16, 8, 40> fresh = attend::cast<bf16>(attend::matmul(m0, w) + m0);
+    m = attend::cast<bf16>(attend::matmul(m, w) + m);
+    for (std::size_t i = 0; i < m.size; ++i) BOOST_TEST(m.data()[i].to_bits() == fresh.data()[i].to_bits());
+    tensor<bf16, 40, 40> sq = w;
+    const tensor<bf16, 40, 40> sq2 = attend::cast<bf16>(attend::matmul(w, w));
+    sq = attend::cast<bf16>(attend::matmul(sq, sq));
+    for (std::size_t i = 0; i < sq.size; ++i) BOOST_TEST(sq.data()[i].to_bits() == sq2.data()[i].to_bits());
+}
+
+BOOST_AUTO_TEST_CASE(reductions_and_softmax) {
+    tensor<bf16, 6, 45> a;
+    ref::fill(a, 21, -4.0, 4.0);
+    tensor<float, 6, 1> s = attend::sum(a), m = attend::max(a);
+    tensor<float, 1, 45> s0 = attend::sum<0>(a);
+    tensor<float, 6, 45> p = attend::softmax(a);
+    tensor<f16, 6, 45> p16 = attend::cast<f16>(attend::softmax(a));  // rounded once, from float
+    for (std::size_t i = 0; i < 6; ++i) {
+        double sum = 0, mx = -INFINITY, z = 0;
+        for (std::size_t j = 0; j < 45; ++j) {
+            const double v = static_cast<double>(a(i, j));
+            sum += v;
+            mx = std::max(mx, v);
+        }
+        for (std::size_t j = 0; j < 45; ++j) z += std::exp(static_cast<double>(a(i, j)) - mx);
+        BOOST_TEST(ref::close(s(i, 0), sum, 1e-5));
+        BOOST_TEST(m(i, 0) == mx);
+        for (std::size_t j = 0; j < 45; ++j) {
+            const double want = std::exp(static_cast<double>(a(i, j)) - mx) / z;
+            BOOST_TEST(ref::close(p(i, j), want, 1e-6));
+            BOOST_TEST(p16(i, j).to_bits() == f16(p(i, j)).to_bits());
+        }
+    }
+    for (std::size_t j = 0; j < 45; ++j) {
+        double sum = 0;
+        for (std::size_t i = 0; i < 6; ++i) sum += static_cast<double>(a(i, j));
+        BOOST_TEST(ref::close(s0(0, j), sum, 1e-5));
+    }
+}
+
+namespace {
+// The double product of two matrices of any element types (the rounded inputs).
+template <class X, class Y>
+double dot_at(const X& x, const Y& y, std::size_t b, std::size_t i, std::size_t j, std::size_t K) {
+    double acc = 0;
+    for (std::size_t k = 0; k < K; ++k) acc += ref::at(x, {b, i, k}) * ref::at(y, {b, k, j});
+    return acc;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(matmul_small_and_over_k_blocks) {
+    auto a = std::make_unique<tensor<bf16, 2, 7, 33>>();
+    auto b = std::make_unique<tensor<f16, 2, 33, 20>>();
+    ref::fill(*a, 31);
+    ref::fill(*b, 32);
+    tensor<float, 2, 7, 20> c = attend::matmul(*a, *b);
+    ref::expect_all(c, [&](const ref::index& i) { return dot_at(*a, *b, i[0], i[1], i[2], 33); }, 1e-5);
+
+    // K = 1100 spans several k blocks (256 with 32 registers, 512 with 16); a 16-bit destination.
+    auto x = std::make_unique<tensor<bf16, 1, 20, 1100>>();
+    auto y = std::make_unique<tensor<bf16, 1, 1100, 40>>();
+    ref::fill(*x, 33);
+    ref::fill(*y, 34);
+    auto z = std::make_unique<tensor<float, 1, 20, 40>>();
+    auto zh = std::make_unique<tensor<bf16, 1, 20, 40>>();
+    *z = attend::matmul(*x, *y) + 1.0f;
+    *zh = attend::cast<bf16>(attend::matmul(*x, *y) + 1.0f);
+    ref::expect_all(*z, [&](const ref::index& i) { return dot_at(*x, *y, i[0], i[1], i[2], 1100) + 1.0; }, 2e-5);
+    for (std::size_t i = 0; i < z->size; ++i) BOOST_TEST(zh->data()[i].to_bits() == bf16(z->data()[i]).to_bits());
+    // transpose(W) of a bf16 weight: the matvec shape, x float.
+    auto w = std::make_unique<tensor<bf16, 96, 256>>();
+    tensor<float, 1, 256> v;
+    ref::fill(*w, 35);
+    ref::fill(v, 36);
+    tensor<float, 1, 96> mv = attend::matmul(v, attend::transpose(*w));
+    ref::expect_all(mv, [&](const ref::index& i) {
+        double acc = 0;
+        for (std::size_t k = 0; k < 256; ++k) acc += static_cast<double>(v(0, k)) * static_cast<double>((*w)(i[1], k));
+        return acc;
+    }, 1e-5);
+    // And a bf16 x against a float weight, residual into float.
+    tensor<bf16, 1, 256> vh = attend::cast<bf16>(v);
+    tensor<float, 256, 96> wf;
+    ref::fill(wf, 37);
+    tensor<float, 1, 96> r;
+    ref::fill(r, 38);
+    const tensor<float, 1, 96> r0 = r;
+    r = attend::matmul(vh, wf) + r;
+    ref::expect_all(r, [&](const ref::index& i) {
+        double acc = r0(0, i[1]);
+        for (std::size_t k = 0; k < 256; ++k) acc += static_cast<double>(vh(0, k)) * double(wf(k, i[1]));
+        return acc;
+    }, 1e-5);
+}
+
+namespace {
+// softmax(Q K^T / sqrt(D) [causal]) V in double over the rounded inputs.
+template <class Q, class K, class V>
+double attention_at(const Q& q, const K& k, const V& v, std::size_t b, std::size_t i, std::size_t c, bool causal) {
+    constexpr std::size_t NK = K::shape_type::extents[1], D = K::shape_type::extents[2];
+    std::vector<double> s(NK);
+    double mx = -INFINITY, z = 0, o = 0;
+    for (std::size_t j = 0; j < NK; ++j) {
+        double acc = 0;
+        for (std::size_t d = 0; d < D; ++d) acc += ref::at(q, {b, i, d}) * ref::at(k, {b, j, d});
+        s[j] = (causal && j > i) ? -INFINITY : acc / std::sqrt(double(D));
+        mx = std::max(mx, s[j]);
+    }
+    for (std::size_t j = 0; j < NK; ++j) {
+        const double p = std::exp(s[j] - mx);
+        z += p;
+        o += p * ref::at(v, {b, j, c});
+    }
+    return o / z;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
+    auto q = std::make_unique<tensor<bf16, 2, 48, 64>>();
+    auto k = std::make_unique<tensor<bf16, 2, 80, 64>>();
+    auto v = std::make_unique<tensor<bf16, 2, 80, 64>>();
+    ref::fill(*q, 41);
+    ref::fill(*k, 42);
+    ref::fill(*v, 43);
+    static_assert(attend::plan_of<decltype(attend::scaled_dot_product_attention(*q, *k, *v))> == attend::plan::attention);
+    tensor<float, 2, 48, 64> o = attend::scaled_dot_product_attention(*q, *k, *v);
+    ref::expect_all(o, [&](const ref::index& i) { return attention_at(*q, *k, *v, i[0], i[1], i[2], false); }, 2e-5);
+    tensor<float, 2, 48, 64> oc = attend::scaled_dot_product_attention(*q, *k, *v, attend::causal_mask<48, 80>());
+    ref::expect_all(oc, [&](const ref::index& i) { return attention_at(*q, *k, *v, i[0], i[1], i[2], true); }, 2e-5);
+    tensor<bf16, 2, 48, 64> oh = attend::cast<bf16>(attend::scaled_dot_product_attention(*q, *k, *v));
+    for (std::size_t i = 0; i < oh.size; ++i)
+        BOOST_TEST(ref::close(static_cast<double>(oh.data()[i]), o.data()[i], 0x1p-8));
+
+    // Decode: 4 queries over a cache of 300 (the decode nest), K and V bf16, Q float.
+    auto dq = std::make_unique<tensor<float, 2, 4, 64>>();
+    auto dk = std::make_unique<tensor<bf16, 2, 300, 64>>();
+    auto dv = std::make_unique<tensor<bf16, 2, 300, 64>>();
+    ref::fill(*dq, 44);
+    ref::fill(*dk, 45);
+    ref::fill(*dv, 46);
+    tensor<float, 2, 4, 64> od = attend::scaled_dot_product_attention(*dq, *dk, *dv);
+    ref::expect_all(od, [&](const ref::index& i) { return attention_at(*dq, *dk, *dv, i[0], i[1], i[2], false); }, 2e-5);
+    // And all three bf16, with a cache filled to a run-time length.
+    tensor<bf16, 2, 4, 64> dqh = attend::cast<bf16>(*dq);
+    const std::int64_t len = 211;
+    auto j = attend::iota<2, 2, 4, 300>();
+    tensor<float, 2, 4, 64> ol = attend::matmul(
+        attend::softmax(attend::masked_fill(attend::matmul(dqh, attend::transpose(*dk)) / 8.0f, j >= len, -INFINITY)), *dv);
+    auto k_len = std::make_unique<tensor<bf16, 2, 211, 64>>();
+    auto v_len = std::make_unique<tensor<bf16, 2, 211, 64>>();
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t r = 0; r < 211; ++r)
+            for (std::size_t c = 0; c < 64; ++c) {
+                (*k_len)(b, r, c) = (*dk)(b, r, c);
+                (*v_len)(b, r, c) = (*dv)(b, r, c);
+            }
+    ref::expect_all(ol, [&](const ref::index& i) { return attention_at(dqh, *k_len, *v_len, i[0], i[1], i[2], false); }, 2e-5);
+}
+
+// One and two queries per batch index (the decode nest's shortest shapes), over bf16 caches.
+BOOST_AUTO_TEST_CASE(decode_one_and_two_queries) {
+    auto q1 = std::make_unique<tensor<float, 4, 1, 128>>();
+    auto k1 = std::make_unique<tensor<bf16, 4, 1000, 128>>();
+    auto v1 = std::make_unique<tensor<bf16, 4, 1000, 128>>();
+    ref::fill(*q1, 101);
+    ref::fill(*k1, 102);
+    ref::fill(*v1, 103);
+    auto o1 = std::make_unique<tensor<float, 4, 1, 128>>();
+    *o1 = attend::scaled_dot_product_attention(*q1, *k1, *v1);
+    ref::expect_all(*o1, [&](const ref::index& i) { return attention_at(*q1, *k1, *v1, i[0], i[1], i[2], false); }, 2e-5);
+
+    auto q2 = std::make_unique<tensor<bf16, 2, 2, 64>>();
+    auto k2 = std::make_unique<tensor<f16, 2, 500, 64>>();
+    auto v2 = std::make_unique<tensor<bf16, 2, 500, 64>>();
+    ref::fill(*q2, 104);
+    ref::fill(*k2, 105);
+    ref::fill(*v2, 106);
+    tensor<float, 2, 2, 64> o2 = attend::scaled_dot_product_attention(*q2, *k2, *v2);
+    ref::expect_all(o2, [&](const ref::index& i) { return attention_at(*q2, *k2, *v2, i[0], i[1], i[2], false); }, 2e-5);
+}
+
+// An index mask that rounds through bf16: the interval analysis that skips key tiles or drops the
+// mask must round the index range too (bf16(287) = 288: the tile of keys 240..287 is cut).
+BOOST_AUTO_TEST_CASE(index_mask_through_bf16) {
+    auto q = std::make_unique<tensor<float, 32, 16>>();
+    auto k = std::make_unique<tensor<float, 320, 16>>();
+    auto v = std::make_unique<tensor<float, 320, 16>>();
+    ref::fill(*q, 61);
+    ref::fill(*k, 62);
+    ref::fill(*v, 63);
+    auto j = attend::iota<1, 32, 320>();
+    auto e = attend::matmul(
+        attend::softmax(attend::masked_fill(attend::matmul(*q, attend::transpose(*k)) / 4.0f, attend::cast<bf16>(j) >= 288.0f, -INFINITY)),
+        *v);
+    static_assert(attend::plan_of<decltype(e)> == attend::plan::attention);
+    tensor<float, 32, 16> o = e;
+    ref::expect_all(o, [&](const ref::index& i) {
+        double mx = -INFINITY, z = 0, acc = 0;
+        std::vector<double> s(320);
+        for (std::size_t c = 0; c < 320; ++c) {
+            double d = 0;
+            for (std::size_t x = 0; x < 16; ++x) d += double((*q)(i[0], x)) * double((*k)(c, x));
+            s[c] = static_cast<float>(bf16(c)) >= 288.0f ? -INFINITY : d / 4.0;
+            mx = std::max(mx, s[c]);
+        }
+        for (std::size_t c = 0; c < 320; ++c) {
+            z += std::exp(s[c] - mx);
+            acc += std::exp(s[c] - mx) * double((*v)(c, i[1]));
+        }
+        return acc / z;
+    }, 2e-5);
+}
+
+// Layers over bf16 activations and weights compute in float: the same values as over the
+// widened tensors; weights of 16 bits load, save and validate like float ones.
+struct half_weights {
+    BOOST_HANA_DEFINE_STRUCT(half_weights, (tensor<bf16, 8, 4>, w), (tensor<f16, 4>, g));
+};
+
+BOOST_AUTO_TEST_CASE(layers_and_weights) {
+    tensor<bf16, 3, 4> x;
+    tensor<bf16, 4> g;
+    ref::fill(x, 81);
+    ref::fill(g, 82);
+    const tensor<float, 3, 4> xf = x;
+    const tensor<float, 4> gf = g;
+    const tensor<float, 3, 4> r = attend::nn::rms_norm(x, g), rf = attend::nn::rms_norm(xf, gf);
+    const tensor<float, 3, 4> p = attend::nn::rope<4>(x, 5), pf = attend::nn::rope<4>(xf, 5);
+    for (std::size_t i = 0; i < r.size; ++i) {
+        BOOST_TEST(ref::close(r.data()[i], rf.data()[i], 1e-6));
+        BOOST_TEST(ref::close(p.data()[i], pf.data()[i], 1e-6));
+    }
+
+    half_weights m, back;
+    ref::fill(m.w, 83);
+    ref::fill(m.g, 84);
+    static_assert(attend::nn::byte_size<half_weights>() == 2 * (32 + 4));
+    std::vector<std::byte> bytes(attend::nn::byte_size<half_weights>());
+    BOOST_TEST(bool(attend::nn::save(m, bytes)));
+    BOOST_TEST(bool(attend::nn::load(back, bytes, attend::nn::validation::finite)));
+    for (std::size_t i = 0; i < m.w.size; ++i) BOOST_TEST(back.w.data()[i].to_bits() == m.w.data()[i].to_bits());
+    bytes[bytes.size() - 1] = std::byte{0x7C};  // the last f16 becomes inf (little-endian 0x7C00)
+    bytes[bytes.size() - 2] = std::byte{0x00};
+    const auto res = attend::nn::load(back, bytes, attend::nn::validation::finite);
+    BOOST_TEST((res.status == attend::nn::status::non_finite));
+    BOOST_TEST(res.message.find("g[3] is not finite") != std::string::npos, res.message);
+}
+
+BOOST_AUTO_TEST_CASE(explain_names_the_conversions) {
+    tensor<bf16, 4, 8> h;
+    tensor<float, 4, 8> f;
+    const std::string with = attend::explain(h * 2), without = attend::explain(f * 2);
+    BOOST_TEST(with.find("16-bit conversions: ") != std::string::npos, with);
+    BOOST_TEST(with.find("tensor<bf16>") != std::string::npos, with);
+    BOOST_TEST(without.find("16-bit") == std::string::npos, without);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
