@@ -41,26 +41,29 @@ using bench::fill_value;
 
 enum class layout { kn, nk };
 
-// x (M, K), W stored as (K, N) or (N, K), y (M, N).
-template <layout L, std::size_t M, std::size_t K, std::size_t N>
+// x (M, K), W stored as (K, N) or (N, K) in element type WT (float, or bf16 widened as read), y (M, N).
+template <layout L, std::size_t M, std::size_t K, std::size_t N, class WT = float>
 struct operands {
     using TX = attend::tensor<float, M, K>;
-    using TW = std::conditional_t<L == layout::kn, attend::tensor<float, K, N>, attend::tensor<float, N, K>>;
+    using TW = std::conditional_t<L == layout::kn, attend::tensor<WT, K, N>, attend::tensor<WT, N, K>>;
     using TY = attend::tensor<float, M, N>;
     std::unique_ptr<TX> x = std::make_unique<TX>();
     std::unique_ptr<TW> w = std::make_unique<TW>();
     std::unique_ptr<TY> y = std::make_unique<TY>();
     operands() {
         for (std::size_t k = 0; k < M * K; ++k) x->data()[k] = fill_value(k, 1);
-        for (std::size_t k = 0; k < K * N; ++k) w->data()[k] = fill_value(k, 2);
+        for (std::size_t k = 0; k < K * N; ++k) w->data()[k] = WT(fill_value(k, 2));
     }
     // W[k][n] whatever the layout.
-    float weight(std::size_t k, std::size_t n) const { return L == layout::kn ? w->data()[k * N + n] : w->data()[n * K + k]; }
+    float weight(std::size_t k, std::size_t n) const {
+        return static_cast<float>(L == layout::kn ? w->data()[k * N + n] : w->data()[n * K + k]);
+    }
 };
 
-template <layout L, std::size_t M, std::size_t K, std::size_t N>
+template <layout L, std::size_t M, std::size_t K, std::size_t N, class WT = float>
 struct attend_impl {
-    operands<L, M, K, N> o;
+    using weight_type = WT;
+    operands<L, M, K, N, WT> o;
     void run() {
         if constexpr (L == layout::kn) *o.y = attend::matmul(*o.x, *o.w);
         else *o.y = attend::matmul(*o.x, attend::transpose(*o.w));
@@ -100,7 +103,7 @@ struct openblas_impl {
 };
 #endif
 
-template <class Impl, std::size_t K, std::size_t N>
+template <class Impl, std::size_t K, std::size_t N, std::size_t Bytes = sizeof(float)>
 void run_bench(benchmark::State& state) {
     auto impl = std::make_unique<Impl>();
     for (auto _ : state) {
@@ -108,7 +111,7 @@ void run_bench(benchmark::State& state) {
         benchmark::ClobberMemory();
     }
     benchmark::DoNotOptimize(impl->o.y->data());
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * K * N * sizeof(float)));
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * K * N * Bytes));
 }
 
 // The floor: every float of a K x N weight read once, as four streams (a quarter each; one
@@ -308,6 +311,21 @@ void matvec_case(const char* tag) {
 #endif
 }
 
+// A weight held in bf16 (one-token steps reading half the bytes): attend beside the read of
+// those bytes (read_floor_bf16<K, N>: K * N / 2 floats' worth).
+template <layout L, std::size_t M, std::size_t K, std::size_t N>
+void matvec_bf16_case(const char* tag) {
+    const std::string args = "<" + std::to_string(M) + ", " + std::to_string(K) + ", " + std::to_string(N) + ">";
+    using Impl = attend_impl<L, M, K, N, attend::bf16>;
+    verify<Impl, L, M, K, N>("attend_bf16");
+    benchmark::RegisterBenchmark((std::string(tag) + "_attend_bf16" + args).c_str(), run_bench<Impl, K, N, 2>)->Unit(benchmark::kMicrosecond);
+}
+template <std::size_t K, std::size_t N>
+void floor_bf16_case() {
+    benchmark::RegisterBenchmark(("read_floor_bf16<" + std::to_string(K) + ", " + std::to_string(N) + ">").c_str(), read_floor<K, N / 2>)
+        ->Unit(benchmark::kMicrosecond);
+}
+
 template <std::size_t K, std::size_t N>
 void floor_case() {
     benchmark::RegisterBenchmark(("read_floor<" + std::to_string(K) + ", " + std::to_string(N) + ">").c_str(), read_floor<K, N>)
@@ -337,6 +355,20 @@ int main(int argc, char** argv) {
     decode_case<8, 4, 128, 8192, 8000>();
     decode_case<8, 4, 128, 1024, 1000>();
     decode_case<32, 1, 128, 4096, 4000>();
+    matvec_bf16_case<layout::kn, 1, 4096, 4096>("mvkn");
+    matvec_bf16_case<layout::nk, 1, 4096, 4096>("mvnk");
+    floor_bf16_case<4096, 4096>();
+    matvec_bf16_case<layout::nk, 1, 288, 32000>("mvnk");
+    floor_bf16_case<288, 32000>();
+    matvec_bf16_case<layout::kn, 1, 288, 768>("mvkn");
+    matvec_bf16_case<layout::nk, 1, 288, 768>("mvnk");
+    floor_bf16_case<288, 768>();
+    matvec_bf16_case<layout::kn, 1, 768, 288>("mvkn");
+    matvec_bf16_case<layout::nk, 1, 768, 288>("mvnk");
+    floor_bf16_case<768, 288>();
+    matvec_bf16_case<layout::kn, 1, 768, 2048>("mvkn");
+    matvec_bf16_case<layout::nk, 1, 768, 2048>("mvnk");
+    floor_bf16_case<768, 2048>();
     matvec_case<layout::kn, 4, 4096, 4096>("mvkn");
     matvec_case<layout::nk, 4, 4096, 4096>("mvnk");
     matvec_case<layout::kn, 16, 4096, 4096>("mvkn");

@@ -442,6 +442,44 @@ BOOST_AUTO_TEST_CASE(matmul_small_and_over_k_blocks) {
     }, 1e-5);
 }
 
+// The matvec plan streams a 16-bit weight in either layout, widening as it reads: M = 1 and 3
+// rows, odd K and N (vector tails), a bias and the residual fused, against double.
+template <class H, std::size_t M, std::size_t K, std::size_t N>
+void check_matvec_16() {
+    auto x = std::make_unique<tensor<float, M, K>>();
+    auto wkn = std::make_unique<tensor<H, K, N>>();
+    auto wnk = std::make_unique<tensor<H, N, K>>();
+    auto r = std::make_unique<tensor<float, M, N>>();
+    tensor<float, N> bias;
+    ref::fill(*x, 51);
+    ref::fill(*wkn, 52);
+    ref::fill(*wnk, 53);
+    ref::fill(*r, 54);
+    ref::fill(bias, 55);
+    static_assert(attend::plan_of<decltype(attend::matmul(*x, *wkn))> == attend::plan::matvec);
+    static_assert(attend::plan_of<decltype(attend::matmul(*x, attend::transpose(*wnk)) + *r)> == attend::plan::matvec);
+    const tensor<float, M, N> r0 = *r;
+    tensor<float, M, N> y = attend::matmul(*x, *wkn) + bias;
+    *r = attend::matmul(*x, attend::transpose(*wnk)) + *r;
+    const double tol = 1e-5 * std::sqrt(double(K));
+    ref::expect_all(y, [&](const ref::index& i) {
+        double acc = bias(i[1]);
+        for (std::size_t k = 0; k < K; ++k) acc += double((*x)(i[0], k)) * static_cast<double>((*wkn)(k, i[1]));
+        return acc;
+    }, tol);
+    ref::expect_all(*r, [&](const ref::index& i) {
+        double acc = r0(i[0], i[1]);
+        for (std::size_t k = 0; k < K; ++k) acc += double((*x)(i[0], k)) * static_cast<double>((*wnk)(i[1], k));
+        return acc;
+    }, tol);
+}
+
+BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
+    check_matvec_16<bf16, 1, 301, 77>();
+    check_matvec_16<f16, 1, 288, 768>();
+    check_matvec_16<bf16, 3, 1024, 1031>();  // M x 256 KiB of weight and more: the plan beyond two rows
+}
+
 namespace {
 // softmax(Q K^T / sqrt(D) [causal]) V in double over the rounded inputs.
 template <class Q, class K, class V>

@@ -29,10 +29,11 @@ namespace detail {
 
 enum class weight_layout { none, rows_k, rows_n };
 
-// How the kernel can stream operand B (..., K, N) of compute type F.
+// How the kernel can stream operand B (..., K, N) of compute type F (memory of F, or of a 16-bit
+// type widened to float as it is read).
 template <class Bop, class F>
-inline constexpr weight_layout weight_layout_of = in_place<Bop, F, 0>   ? weight_layout::rows_k
-                                                  : in_place<Bop, F, 1> ? weight_layout::rows_n
+inline constexpr weight_layout weight_layout_of = streamed<Bop, F, 0>   ? weight_layout::rows_k
+                                                  : streamed<Bop, F, 1> ? weight_layout::rows_n
                                                                         : weight_layout::none;
 
 // The matvec schedule for element type F on the target (docs/performance.md, "Tuning history").
@@ -89,8 +90,8 @@ inline constexpr bool matvec_applies = [] {
 // y[m][c] += sum over u < U of x[m][u] * w[u * ldk + c], for m < M and c < ncols: U weight rows
 // added into the sums. The broadcasts of x are locals (stores to y may alias anything reached
 // through a pointer).
-template <class B, std::size_t M, std::size_t U, class F>
-inline void axpy_rows(const F* x, std::size_t ldx, const F* w, std::size_t ldk, std::size_t ncols, F* y,
+template <class B, std::size_t M, std::size_t U, class F, class T>
+inline void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y,
                       std::size_t ldy) noexcept {
     constexpr std::size_t W = simd::lanes<B>;
     B xb[M][U];
@@ -100,7 +101,7 @@ inline void axpy_rows(const F* x, std::size_t ldx, const F* w, std::size_t ldk, 
     for (; c + W <= ncols; c += W) {
         B wv[U];
 #pragma GCC unroll 8
-        for (std::size_t u = 0; u < U; ++u) wv[u] = B::load_unaligned(w + u * ldk + c);
+        for (std::size_t u = 0; u < U; ++u) wv[u] = simd::load<B>(w + u * ldk + c);
 #pragma GCC unroll 16
         for (std::size_t m = 0; m < M; ++m) {
             B acc = B::load_aligned(y + m * ldy + c);
@@ -111,12 +112,12 @@ inline void axpy_rows(const F* x, std::size_t ldx, const F* w, std::size_t ldk, 
     }
     for (; c < ncols; ++c)
         for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += x[m * ldx + u] * w[u * ldk + c];
+            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += x[m * ldx + u] * simd::load<F>(w + u * ldk + c);
 }
 
 // rows_k panel: y[m][c] = sum over k of x[m][k] * w[k * ldk + c].
-template <class B, std::size_t M, std::size_t K, std::size_t U, class F>
-void axpy_panel(const F* x, std::size_t ldx, const F* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+template <class B, std::size_t M, std::size_t K, std::size_t U, class F, class T>
+void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
     std::fill(y, y + M * ldy, F(0));
     std::size_t k = 0;
     for (; k + U <= K; k += U) axpy_rows<B, M, U>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
@@ -125,8 +126,8 @@ void axpy_panel(const F* x, std::size_t ldx, const F* w, std::size_t ldk, std::s
 
 // y[m][r * q] = sum over k of x[m][k] * w[r * ldn + k], for m < MB and r < RN: one register
 // tile of dot products, lanes along k, the tail of K added in scalars.
-template <class B, std::size_t MB, std::size_t RN, std::size_t K, class F>
-inline void dot_tile(const F* x, std::size_t ldx, const F* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q) noexcept {
+template <class B, std::size_t MB, std::size_t RN, std::size_t K, class F, class T>
+inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q) noexcept {
     constexpr std::size_t W = simd::lanes<B>, KV = K / W * W;
     B acc[MB][RN];
     for (std::size_t m = 0; m < MB; ++m)
@@ -134,7 +135,7 @@ inline void dot_tile(const F* x, std::size_t ldx, const F* w, std::size_t ldn, F
     for (std::size_t k = 0; k < KV; k += W) {
         B wv[RN];
 #pragma GCC unroll 8
-        for (std::size_t r = 0; r < RN; ++r) wv[r] = B::load_unaligned(w + r * ldn + k);
+        for (std::size_t r = 0; r < RN; ++r) wv[r] = simd::load<B>(w + r * ldn + k);
 #pragma GCC unroll 8
         for (std::size_t m = 0; m < MB; ++m) {
             const B xv = B::load_unaligned(x + m * ldx + k);
@@ -146,7 +147,7 @@ inline void dot_tile(const F* x, std::size_t ldx, const F* w, std::size_t ldn, F
         F s[RN];
         simd::reduce_add_each(acc[m], s);
         for (std::size_t r = 0; r < RN; ++r) {
-            for (std::size_t k = KV; k < K; ++k) s[r] += x[m * ldx + k] * w[r * ldn + k];
+            for (std::size_t k = KV; k < K; ++k) s[r] += x[m * ldx + k] * simd::load<F>(w + r * ldn + k);
             y[m * ldy + r * q] = s[r];
         }
     }
@@ -154,8 +155,8 @@ inline void dot_tile(const F* x, std::size_t ldx, const F* w, std::size_t ldn, F
 
 // RN output columns for all M rows of x, MB rows at a time (the weight rows stay in L1/L2
 // between the row blocks).
-template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, std::size_t M0 = 0, class F>
-inline void dot_columns(const F* x, std::size_t ldx, const F* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q) noexcept {
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, std::size_t M0 = 0, class F, class T>
+inline void dot_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q) noexcept {
     if constexpr (M0 < M) {
         constexpr std::size_t rows = std::min(MB, M - M0);
         dot_tile<B, rows, RN, K>(x + M0 * ldx, ldx, w, ldn, y + M0 * ldy, ldy, q);
@@ -165,8 +166,8 @@ inline void dot_columns(const F* x, std::size_t ldx, const F* w, std::size_t ldn
 
 // rows_n panel: y[m][c] = sum over k of x[m][k] * w[c * ldn + k]. A register tile takes rows
 // ncols / RN apart, so that even short rows (adjacent in memory) are read as RN streams.
-template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, class F>
-void dot_panel(const F* x, std::size_t ldx, const F* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy) {
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, class F, class T>
+void dot_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy) {
     const std::size_t q = ncols / RN;
     for (std::size_t c = 0; c < q; ++c) dot_columns<B, M, MB, RN, K>(x, ldx, w + c * ldn, q * ldn, y + c, ldy, q);
     for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1);
@@ -174,8 +175,8 @@ void dot_panel(const F* x, std::size_t ldx, const F* w, std::size_t ldn, std::si
 
 // The same with each register tile on RN adjacent rows: one forward stream (a short block of
 // keys in the decode nest).
-template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, class F>
-void dot_rows(const F* x, std::size_t ldx, const F* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy) {
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, class F, class T>
+void dot_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy) {
     std::size_t c = 0;
     for (; c + RN <= ncols; c += RN) dot_columns<B, M, MB, RN, K>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1);
     for (; c < ncols; ++c) dot_columns<B, M, MB, 1, K>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1);
@@ -214,7 +215,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         const std::size_t ncols = std::min(width, N - j0);
         alignas(64) F y[M * NP];
         const F* x = matrix_at(mm.a, p, 0, 0).first;
-        const F* w = matrix_at(mm.b, p, 0, j0).first;
+        const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
         if constexpr (wl == weight_layout::rows_k) axpy_panel<B, M, K, G::U>(x, ldx, w, ldw, ncols, y, NP);
         else dot_panel<B, M, G::MB, G::RN, K>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;

@@ -154,6 +154,19 @@ inline constexpr bool in_place = [] {
     }
 }();
 
+// The same for kernels that load through simd::load, which also widens 16-bit storage to float
+// as it streams (the matvec plan's weight).
+template <class Leaf, class F, std::size_t FromEnd>
+inline constexpr bool streamed = [] {
+    if constexpr (is_memory_leaf<Leaf>) {
+        using T = typename Leaf::value_type;
+        constexpr std::size_t r = Leaf::shape_type::rank;
+        return (std::is_same_v<T, F> || (is_half<T> && std::is_same_v<F, float>)) && Leaf::strides[r - 1 - FromEnd] == 1;
+    } else {
+        return false;
+    }
+}();
+
 template <class F>
 struct tile_cursor {
     const F* data;
