@@ -204,6 +204,19 @@ inline B fma(const B& a, const B& b, const B& c) noexcept {
         return _mm512_fmadd_pd(a, b, c);
     }
 #endif
+#if defined(__FMA__)
+    // Narrower batches of a wider target (the contraction's half-width tiles on AVX-512 are
+    // batch<float, avx2>, whose xsimd fma is the generic one too).
+    else if constexpr (sizeof(B) == 32 && std::is_same_v<value_t<B>, float>) {
+        return _mm256_fmadd_ps(a, b, c);
+    } else if constexpr (sizeof(B) == 32 && std::is_same_v<value_t<B>, double>) {
+        return _mm256_fmadd_pd(a, b, c);
+    } else if constexpr (sizeof(B) == 16 && std::is_same_v<value_t<B>, float>) {
+        return _mm_fmadd_ps(a, b, c);
+    } else if constexpr (sizeof(B) == 16 && std::is_same_v<value_t<B>, double>) {
+        return _mm_fmadd_pd(a, b, c);
+    }
+#endif
     else {
         return xsimd::fma(a, b, c);
     }
