@@ -501,45 +501,35 @@ inline void reduce_add_each(const B (&a)[N], value_t<B>* out) noexcept {
     }
 }
 
-// The maximum and the sum of a bundle's lanes, in every lane (butterflies on AVX-512 and AVX,
-// so that a chain that needs them stays in vector registers). No NaN handling: callers clean.
-template <class B>
-inline B max_across(B x) noexcept {
+// op folded over a bundle's lanes, the result in every lane: butterflies on AVX-512 and AVX (so
+// that a chain that needs it stays in vector registers); `fold` for other bundles.
+template <class B, class Op, class Fold>
+inline B across(B x, Op op, Fold fold) noexcept {
 #if defined(__AVX512F__)
     if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 16) {
-        x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E));
-        x = _mm512_max_ps(x, _mm512_shuffle_f32x4(x, x, 0xB1));
-        x = _mm512_max_ps(x, _mm512_permute_ps(x, 0x4E));
-        return _mm512_max_ps(x, _mm512_permute_ps(x, 0xB1));
+        x = op(x, B(_mm512_shuffle_f32x4(x, x, 0x4E)));
+        x = op(x, B(_mm512_shuffle_f32x4(x, x, 0xB1)));
+        x = op(x, B(_mm512_permute_ps(x, 0x4E)));
+        return op(x, B(_mm512_permute_ps(x, 0xB1)));
     }
 #endif
 #if defined(__AVX__)
     if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 8) {
-        x = _mm256_max_ps(x, _mm256_permute2f128_ps(x, x, 0x01));
-        x = _mm256_max_ps(x, _mm256_permute_ps(x, 0x4E));
-        return _mm256_max_ps(x, _mm256_permute_ps(x, 0xB1));
+        x = op(x, B(_mm256_permute2f128_ps(x, x, 0x01)));
+        x = op(x, B(_mm256_permute_ps(x, 0x4E)));
+        return op(x, B(_mm256_permute_ps(x, 0xB1)));
     }
 #endif
-    return B(reduce_max(x));
+    return B(fold(x));
+}
+// The maximum (no NaN handling: callers clean) and the sum of the lanes, in every lane.
+template <class B>
+inline B max_across(const B& x) noexcept {
+    return across(x, [](const auto& a, const auto& b) { return B(xsimd::max(a, b)); }, [](const auto& v) { return reduce_max(v); });
 }
 template <class B>
-inline B sum_across(B x) noexcept {
-#if defined(__AVX512F__)
-    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 16) {
-        x = _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0x4E));
-        x = _mm512_add_ps(x, _mm512_shuffle_f32x4(x, x, 0xB1));
-        x = _mm512_add_ps(x, _mm512_permute_ps(x, 0x4E));
-        return _mm512_add_ps(x, _mm512_permute_ps(x, 0xB1));
-    }
-#endif
-#if defined(__AVX__)
-    if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 8) {
-        x = _mm256_add_ps(x, _mm256_permute2f128_ps(x, x, 0x01));
-        x = _mm256_add_ps(x, _mm256_permute_ps(x, 0x4E));
-        return _mm256_add_ps(x, _mm256_permute_ps(x, 0xB1));
-    }
-#endif
-    return B(reduce_add(x));
+inline B sum_across(const B& x) noexcept {
+    return across(x, [](const auto& a, const auto& b) { return B(a + b); }, [](const auto& v) { return reduce_add(v); });
 }
 
 // The value of lane j in every lane.
