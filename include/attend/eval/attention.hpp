@@ -166,7 +166,7 @@ inline rows_view<F> value_rows(const Vl& v, nd_pos<R> ob, std::size_t j0, F* pac
 // their maximum per query vector to mt. Position, pointer and maxima are locals: vector stores
 // may alias anything reached through a reference.
 template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MR, std::size_t D, class F, class Tree, class Pos>
-inline void score_tile(rows_view<F> k, const F* qt, const Tree& t, Pos pos, std::size_t i0, std::size_t j0, F* st,
+__attribute__((always_inline)) inline void score_tile(rows_view<F> k, const F* qt, const Tree& t, Pos pos, std::size_t i0, std::size_t j0, F* st,
                        Vb (&mt)[NVq]) noexcept {
     constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL, Rs = std::tuple_size_v<decltype(pos.idx)>;
     F* const tile = st;
@@ -199,7 +199,7 @@ inline void score_tile(rows_view<F> k, const F* qt, const Tree& t, Pos pos, std:
 // the factor alpha that rescales what came before, the probabilities exp(s - max) in place of
 // the scores in st, and the running sum l.
 template <class Vb, std::size_t NVq, std::size_t KB, class F>
-inline void online_softmax(F* const st, const Vb (&mt)[NVq], Vb (&m)[NVq], Vb (&l)[NVq], Vb (&alpha)[NVq]) noexcept {
+__attribute__((always_inline)) inline void online_softmax(F* const st, const Vb (&mt)[NVq], Vb (&m)[NVq], Vb (&l)[NVq], Vb (&alpha)[NVq]) noexcept {
     constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
     const Vb L8(simd::log2e_x8<F>);
     Vb shift[NVq], sum[NVq];
@@ -222,7 +222,7 @@ inline void online_softmax(F* const st, const Vb (&mt)[NVq], Vb (&m)[NVq], Vb (&
 // Stage 4, P V: O^T = alpha O^T + V_tile^T P^T, MRV value columns at a time (from zero when
 // O^T holds nothing yet).
 template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MRV, std::size_t DV, class F>
-inline void accumulate_pv(rows_view<F> v, const F* pt, F* ot, const Vb (&alpha)[NVq], bool fresh) noexcept {
+__attribute__((always_inline)) inline void accumulate_pv(rows_view<F> v, const F* pt, F* ot, const Vb (&alpha)[NVq], bool fresh) noexcept {
     constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
     auto value_rows = [&]<std::size_t Rows>(std::size_t dv0) __attribute__((always_inline)) {
         Vb acc[Rows][NVq];
