@@ -138,23 +138,24 @@ void read_floor(benchmark::State& state) {
 
 // ---- decode attention ----
 
-template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
+// The cache's K and V in element type T (float, or bf16 read as float).
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, class T = float>
 struct cache {
     using TQ = attend::tensor<float, HKV, G, D>;
-    using TK = attend::tensor<float, HKV, NMAX, D>;
+    using TK = attend::tensor<T, HKV, NMAX, D>;
     std::unique_ptr<TQ> q = std::make_unique<TQ>(), o = std::make_unique<TQ>();
     std::unique_ptr<TK> k = std::make_unique<TK>(), v = std::make_unique<TK>();
     std::size_t len;
     explicit cache(std::size_t n) : len(n) {
         for (std::size_t i = 0; i < TQ::size; ++i) q->data()[i] = fill_value(i, 3);
-        for (std::size_t i = 0; i < TK::size; ++i) k->data()[i] = fill_value(i, 4), v->data()[i] = fill_value(i, 5);
+        for (std::size_t i = 0; i < TK::size; ++i) k->data()[i] = T(fill_value(i, 4)), v->data()[i] = T(fill_value(i, 5));
     }
     static constexpr float scale = 0.08838834764831845f;  // 1 / sqrt(128)
 };
 
-template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, class T = float>
 struct decode_attend {
-    cache<HKV, G, D, NMAX> c;
+    cache<HKV, G, D, NMAX, T> c;
     explicit decode_attend(std::size_t len) : c(len) {}
     void run() {
         const int len = static_cast<int>(c.len);
@@ -225,7 +226,8 @@ void run_decode(benchmark::State& state) {
         benchmark::ClobberMemory();
     }
     benchmark::DoNotOptimize(impl->c.o->data());
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * HKV * LEN * D * sizeof(float)));
+    using T = typename std::remove_cvref_t<decltype(*impl->c.k)>::value_type;
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * HKV * LEN * D * sizeof(T)));
 }
 
 bool failed = false;
@@ -242,14 +244,14 @@ void verify_decode(const char* name) {
             double mx = -1e300, l = 0;
             for (std::size_t j = 0; j < LEN; ++j) {
                 double t = 0;
-                for (std::size_t d = 0; d < D; ++d) t += double(c.q->data()[(h * G + g) * D + d]) * c.k->data()[(h * NMAX + j) * D + d];
+                for (std::size_t d = 0; d < D; ++d) t += double(c.q->data()[(h * G + g) * D + d]) * static_cast<double>(c.k->data()[(h * NMAX + j) * D + d]);
                 s[j] = t * c.scale;
                 mx = std::max(mx, s[j]);
             }
             for (auto& x : s) l += x = std::exp(x - mx);
             for (std::size_t d = 0; d < D; ++d) {
                 double o = 0;
-                for (std::size_t j = 0; j < LEN; ++j) o += s[j] * c.v->data()[(h * NMAX + j) * D + d];
+                for (std::size_t j = 0; j < LEN; ++j) o += s[j] * static_cast<double>(c.v->data()[(h * NMAX + j) * D + d]);
                 max_err = std::max(max_err, std::abs(o / l - c.o->data()[(h * G + g) * D + d]));
             }
         }
@@ -326,6 +328,17 @@ void floor_bf16_case() {
         ->Unit(benchmark::kMicrosecond);
 }
 
+// A bf16 KV cache: attend beside the read of its bytes (half the floats).
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
+void decode_bf16_case() {
+    const std::string args = "<" + std::to_string(HKV) + ", " + std::to_string(G) + ", " + std::to_string(D) + ", " +
+                             std::to_string(NMAX) + ", " + std::to_string(LEN) + ">";
+    using Impl = decode_attend<HKV, G, D, NMAX, attend::bf16>;
+    verify_decode<Impl, HKV, G, D, NMAX, LEN>("attend_bf16");
+    benchmark::RegisterBenchmark(("decode_attend_bf16" + args).c_str(), run_decode<Impl, HKV, D, LEN>)->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("decode_floor_bf16" + args).c_str(), read_floor<HKV * LEN, D>)->Unit(benchmark::kMicrosecond);
+}
+
 template <std::size_t K, std::size_t N>
 void floor_case() {
     benchmark::RegisterBenchmark(("read_floor<" + std::to_string(K) + ", " + std::to_string(N) + ">").c_str(), read_floor<K, N>)
@@ -355,6 +368,8 @@ int main(int argc, char** argv) {
     decode_case<8, 4, 128, 8192, 8000>();
     decode_case<8, 4, 128, 1024, 1000>();
     decode_case<32, 1, 128, 4096, 4000>();
+    decode_bf16_case<8, 4, 128, 8192, 8000>();
+    decode_bf16_case<32, 1, 128, 4096, 4000>();
     matvec_bf16_case<layout::kn, 1, 4096, 4096>("mvkn");
     matvec_bf16_case<layout::nk, 1, 4096, 4096>("mvnk");
     floor_bf16_case<4096, 4096>();

@@ -504,7 +504,7 @@ inline void reduce_add_each(const B (&a)[N], value_t<B>* out) noexcept {
 // op folded over a bundle's lanes, the result in every lane: butterflies on AVX-512 and AVX (so
 // that a chain that needs it stays in vector registers); `fold` for other bundles.
 template <class B, class Op, class Fold>
-inline B across(B x, Op op, Fold fold) noexcept {
+inline B across(B x, [[maybe_unused]] Op op, Fold fold) noexcept {
 #if defined(__AVX512F__)
     if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 16) {
         x = op(x, B(_mm512_shuffle_f32x4(x, x, 0x4E)));
@@ -552,8 +552,8 @@ inline B lane_broadcast(const B& x, std::size_t j) noexcept {
 // dot products of NQ queries with W adjacent rows, summed across lanes by the transposing tree,
 // so the scores arrive in one register (not in W scalar stores read back as a vector, which
 // cannot be forwarded from the store queue).
-template <std::size_t NQ, std::size_t D, class B, class F>
-inline void dot_block(const F* q, const F* k, std::size_t ldk, B (&s)[NQ]) noexcept {
+template <std::size_t NQ, std::size_t D, class B, class F, class T>
+inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ]) noexcept {
     // G keys at a time: NQ x G accumulators, G key vectors and a query vector in registers.
     constexpr std::size_t W = lanes<B>, G = std::min<std::size_t>(W, NQ <= 2 ? 8 : 4), DW = D / W * W;
     constexpr bool tree = std::is_same_v<F, float> && DW == D && (G == 8 || G == 4) && (W == 16 || W == 8);
@@ -565,7 +565,7 @@ inline void dot_block(const F* q, const F* k, std::size_t ldk, B (&s)[NQ]) noexc
             for (auto& a : row) a = B(F(0));
         for (std::size_t d = 0; d < DW; d += W) {
             B kv[G];
-            for (std::size_t r = 0; r < G; ++r) kv[r] = B::load_unaligned(k + (g + r) * ldk + d);
+            for (std::size_t r = 0; r < G; ++r) kv[r] = load<B>(k + (g + r) * ldk + d);  // T: F, or 16-bit widened
             for (std::size_t i = 0; i < NQ; ++i) {
                 const B qv = B::load_unaligned(q + i * D + d);
                 for (std::size_t r = 0; r < G; ++r) acc[i][r] = simd::fma(qv, kv[r], acc[i][r]);
@@ -580,7 +580,7 @@ inline void dot_block(const F* q, const F* k, std::size_t ldk, B (&s)[NQ]) noexc
             } else {
                 reduce_add_each(acc[i], part[i] + g);
                 for (std::size_t r = 0; r < G; ++r)
-                    for (std::size_t d = DW; d < D; ++d) part[i][g + r] += q[i * D + d] * k[(g + r) * ldk + d];
+                    for (std::size_t d = DW; d < D; ++d) part[i][g + r] += q[i * D + d] * load<F>(k + (g + r) * ldk + d);
             }
         }
     }

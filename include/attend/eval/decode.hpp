@@ -72,14 +72,20 @@ struct decode_state {
 };
 
 // Rows r .. of a matrix operand (element (r, c) at p[r * ld + c]): in place when it is memory of
-// the compute type with contiguous columns, else packed into `pack` through its expression.
+// the compute type with contiguous columns, else packed into `pack` through its expression
+// (rows_in_place: the pointer and row stride of memory of any element type).
+template <bool Transposed, class X, std::size_t R>
+inline auto rows_in_place(const X& x, nd_pos<R> p, std::size_t r0) noexcept {
+    constexpr std::size_t row_axis = Transposed ? R - 1 : R - 2, col_axis = Transposed ? R - 2 : R - 1;
+    p.idx[row_axis] = r0;
+    p.idx[col_axis] = 0;
+    return std::pair{x.data() + X::layout::offset(p.idx), X::layout::template strides_at<R>[row_axis]};
+}
 template <std::size_t Rows, std::size_t C, bool Transposed, class F, class X, std::size_t R>
 inline std::pair<const F*, std::size_t> contiguous_rows(const X& x, nd_pos<R> p, std::size_t r0, F* pack) noexcept {
     constexpr std::size_t row_axis = Transposed ? R - 1 : R - 2, col_axis = Transposed ? R - 2 : R - 1;
     if constexpr (in_place<X, F, Transposed ? 1 : 0>) {
-        p.idx[row_axis] = r0;
-        p.idx[col_axis] = 0;
-        return {x.data() + X::layout::offset(p.idx), X::layout::template strides_at<R>[row_axis]};
+        return rows_in_place<Transposed>(x, p, r0);
     } else {
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < C; ++c) {
@@ -203,8 +209,8 @@ inline void decode_pv(const F* pt, const F* v, std::size_t ldv, const F* alpha, 
 // tile-at-a-time stages read K and then V in 128 KiB runs (one memory stream at a time), this
 // reads both, W rows each in turn, as llama.cpp's per-key loop does.
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, std::size_t RK, class F,
-          class Tree, std::size_t Rs>
-__attribute__((always_inline)) inline void decode_stream(const F* q, const F* k, std::size_t ldk, const F* v, std::size_t ldv,
+          class TK, class TV, class Tree, std::size_t Rs>
+__attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k, std::size_t ldk, const TV* v, std::size_t ldv,
                                                          const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
                                                          const decode_state<F, NQ, DV>& s) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W;
@@ -217,8 +223,8 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const F* k,
     }
     for (std::size_t jb = 0; jb < KB; jb += W) {
         B sc[NQ], p[NQ];
-        prefetch_rows(k + (jb + 2 * W) * ldk, ldk * sizeof(F), W, D * sizeof(F));  // may pass the end: harmless
-        prefetch_rows(v + (jb + 2 * W) * ldv, ldv * sizeof(F), W, DV * sizeof(F));
+        prefetch_rows(k + (jb + 2 * W) * ldk, ldk * sizeof(TK), W, D * sizeof(TK));  // may pass the end: harmless
+        prefetch_rows(v + (jb + 2 * W) * ldv, ldv * sizeof(TV), W, DV * sizeof(TV));
         simd::dot_block<NQ, D>(q, k + jb * ldk, ldk, sc);
         for (std::size_t i = 0; i < NQ; ++i) {
             sc[i].store_aligned(st + i * BN + jb);  // one store, read back whole by the tree
@@ -237,7 +243,7 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const F* k,
         }
         for (std::size_t j = 0; j < W; ++j) {  // P V, the probabilities broadcast from registers
             B vv[NV];
-            for (std::size_t c = 0; c < NV; ++c) vv[c] = B::load_unaligned(v + (jb + j) * ldv + c * W);
+            for (std::size_t c = 0; c < NV; ++c) vv[c] = simd::load<B>(v + (jb + j) * ldv + c * W);
             for (std::size_t i = 0; i < NQ; ++i) {
                 const B pj = simd::lane_broadcast(p[i], j);
                 for (std::size_t c = 0; c < NV; ++c) o[i][c] = simd::fma(pj, vv[c], o[i][c]);
@@ -281,6 +287,12 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         }
     using Tree = decltype(with_tile(sc, tile_leaf<F, Ss, false>{{}, nullptr}));
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
+        if constexpr (G::stream && KB % G::W == 0 && streamed<Kt, F, 1> && streamed<Vl, F, 0>) {
+            // K and V read where they lie, 16-bit storage widened as it streams
+            const auto [k, ldk] = rows_in_place<true>(kt, sp, j0);
+            const auto [vr, ldv] = rows_in_place<false>(v, ob, j0);
+            return decode_stream<B, NQ, KB, BN, D, DV, G::RK>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s);
+        }
         const auto [k, ldk] = contiguous_rows<KB, D, true, F>(kt, sp, j0, kpack);
         if constexpr (G::stream && KB % G::W == 0) {
             const auto [vr, ldv] = contiguous_rows<KB, DV, false, F>(v, ob, j0, vpack);
