@@ -119,7 +119,12 @@ std::string explain(const E& e) {
         using DT = detail::decode_tiling<F, Arch, MM::M, MM::K, DV>;
         s += "plan: attention (online softmax, no " + std::to_string(MM::M) + " x " + std::to_string(MM::N) +
              " score matrix in memory), per batch index:\n";
-        if constexpr (MM::M <= DT::max_queries)  // as evaluate_attention decides
+        if constexpr (MM::M <= DT::max_queries && DT::stream)  // as evaluate_attention and decode_keys decide
+            s += "  decode nest, streamed: " + std::to_string(MM::M) + " quer" + (MM::M == 1 ? "y" : "ies") +
+                 " against blocks of " + std::to_string(DT::W) +
+                 " keys, scores, softmax and outputs in registers, K and V rows read in turn (every row once); keys split "
+                 "across threads when there are fewer batch indices than threads\n";
+        else if constexpr (MM::M <= DT::max_queries)
             s += "  decode nest: all " + std::to_string(MM::M) + " queries against each key tile of " + std::to_string(DT::BN) +
                  " (every K and V row read once), lanes along the head dimension; keys split across threads when there are "
                  "fewer batch indices than threads\n";
