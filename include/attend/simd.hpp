@@ -554,23 +554,31 @@ inline B lane_broadcast(const B& x, std::size_t j) noexcept {
 // cannot be forwarded from the store queue).
 template <std::size_t NQ, std::size_t D, class B, class F, class T>
 inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ]) noexcept {
-    // G keys at a time: NQ x G accumulators, G key vectors and a query vector in registers.
-    constexpr std::size_t W = lanes<B>, G = std::min<std::size_t>(W, NQ <= 2 ? 8 : 4), DW = D / W * W;
+    // G keys at a time, each key's row read whole before the next (Zen 5 streamed K at half the
+    // speed when a tile's rows were read interleaved): NQ x G accumulators, a key vector, and the
+    // queries in registers when they fit.
+    constexpr std::size_t W = lanes<B>, DW = D / W * W, QV = DW / W;
+    constexpr bool q_regs = QV > 0 && NQ * QV <= 16;
+    constexpr std::size_t G = std::min<std::size_t>(W, NQ == 1 || (!q_regs && NQ <= 2) ? 8 : 4);
     constexpr bool tree = std::is_same_v<F, float> && DW == D && (G == 8 || G == 4) && (W == 16 || W == 8);
     alignas(64) F part[NQ][W];
     B h[NQ][W / G];  // each group's G sums in lanes 0 .. G-1
+    B qr[q_regs ? NQ : 1][q_regs ? QV : 1];
+    if constexpr (q_regs)
+        for (std::size_t i = 0; i < NQ; ++i)
+            for (std::size_t d = 0; d < QV; ++d) qr[i][d] = B::load_unaligned(q + i * D + d * W);
     for (std::size_t g = 0; g < W; g += G) {
         B acc[NQ][G];
         for (auto& row : acc)
             for (auto& a : row) a = B(F(0));
-        for (std::size_t d = 0; d < DW; d += W) {
-            B kv[G];
-            for (std::size_t r = 0; r < G; ++r) kv[r] = load<B>(k + (g + r) * ldk + d);  // T: F, or 16-bit widened
-            for (std::size_t i = 0; i < NQ; ++i) {
-                const B qv = B::load_unaligned(q + i * D + d);
-                for (std::size_t r = 0; r < G; ++r) acc[i][r] = simd::fma(qv, kv[r], acc[i][r]);
+        for (std::size_t r = 0; r < G; ++r)
+            for (std::size_t d = 0; d < DW; d += W) {
+                const B kv = load<B>(k + (g + r) * ldk + d);  // T: F, or 16-bit widened
+                for (std::size_t i = 0; i < NQ; ++i) {
+                    if constexpr (q_regs) acc[i][r] = simd::fma(qr[i][d / W], kv, acc[i][r]);
+                    else acc[i][r] = simd::fma(B::load_unaligned(q + i * D + d), kv, acc[i][r]);
+                }
             }
-        }
         for (std::size_t i = 0; i < NQ; ++i) {
             if constexpr (tree) {
                 decltype(acc[i][0].data) r[G];

@@ -37,6 +37,27 @@ void expect_flat(const Out& got, const std::vector<double>& want, double tol = 2
 }
 }  // namespace
 
+namespace {
+template <std::size_t G>
+void check_decode_into_operands() {
+    constexpr std::size_t HKV = 2, NMAX = 300, D = 128;
+    auto q = std::make_unique<tensor<float, HKV, G, D>>(), q0 = std::make_unique<tensor<float, HKV, G, D>>();
+    auto k = std::make_unique<tensor<float, HKV, NMAX, D>>(), v = std::make_unique<tensor<float, HKV, NMAX, D>>();
+    ref::fill(*q, 48);
+    ref::fill(*k, 49);
+    ref::fill(*v, 50);
+    *q0 = *q;
+    const auto cache_len = attend::iota<2, HKV, G, NMAX>() >= 291;
+    const tensor<float, HKV, G, D> want = attend::scaled_dot_product_attention(*q0, *k, *v, cache_len);
+    *q = attend::scaled_dot_product_attention(*q, *k, *v, cache_len);
+    ref::expect_all(*q, [&](auto& i) { return ref::at(want, i); }, 1e-6);
+    const auto v0 = std::make_unique<tensor<float, HKV, NMAX, D>>(*v);
+    attend::slice<1, G>(*v, 0) = attend::scaled_dot_product_attention(*q0, *k, *v, cache_len);
+    ref::expect_all(attend::eval(attend::slice<1, G>(*v, 0)), [&](auto& i) { return ref::at(want, i); }, 1e-6);
+    ref::expect_all(attend::eval(attend::slice<1, NMAX - G>(*v, G)), [&](auto& i) { return ref::at(*v0, {i[0], i[1] + G, i[2]}); }, 0);
+}
+}  // namespace
+
 BOOST_AUTO_TEST_SUITE(aliasing)
 
 BOOST_AUTO_TEST_CASE(views_of_the_destination_in_elementwise_trees) {
@@ -164,6 +185,11 @@ BOOST_AUTO_TEST_CASE(attention_softmax_and_reductions_into_an_operand) {
     attend::slice<1, 4>(*dk, 0) = attend::scaled_dot_product_attention(dq0, *dk, *dv, cache_len);
     ref::expect_all(attend::eval(attend::slice<1, 4>(*dk, 0)), [&](auto& i) { return ref::at(want_k, i); }, 1e-6);
     ref::expect_all(attend::eval(attend::slice<1, 296>(*dk, 4)), [&](auto& i) { return ref::at(dk0, {i[0], i[1] + 4, i[2]}); }, 0);
+
+    // Heads of 128: one query (the streaming stage) and four (the whole-row stages), each output
+    // written over its query and over the first row of the value cache it reads.
+    check_decode_into_operands<1>();
+    check_decode_into_operands<4>();
 
     tensor<float, 8, 20> s, s0;
     ref::fill(s, 44);

@@ -241,13 +241,18 @@ BOOST_AUTO_TEST_CASE(decode_every_query_count_cache_lengths_and_causal_chunks) {
     check_decode_groups(std::make_index_sequence<17>{});
 }
 
-// One or two queries with head dimensions of whole vectors: the streaming stage (decode_stream),
-// also where the value width differs from the key width.
-BOOST_AUTO_TEST_CASE(decode_stream_one_and_two_queries) {
+// Head dimensions of whole vectors: one or two queries take the streaming stage (decode_stream),
+// more the whole-row stages in groups of queries (decode_scores, decode_pv_rows), a group and a
+// remainder; also where the value width differs from the key width.
+BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
     check_decode<1, 32, 32>();
     check_decode<2, 64, 64>();
     check_decode<1, 128, 128>();
     check_decode<2, 16, 48>();
+    check_decode<3, 128, 128>();
+    check_decode<4, 128, 128>();
+    check_decode<5, 64, 64>();
+    check_decode<7, 32, 96>();
 }
 
 // GQA in the layout of a model: Q (HKV, G, 1, D) against K, V (HKV, 1, NMAX, D), with a bias.

@@ -480,6 +480,33 @@ BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
     check_matvec_16<bf16, 3, 1024, 1031>();  // M x 256 KiB of weight and more: the plan beyond two rows
 }
 
+// The matvec plan over 16-bit weights writing the row it reads (a residual stream updated in
+// place), in both weight layouts: the same bits as into a fresh tensor.
+BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_into_its_input) {
+    constexpr std::size_t K = 512;
+    tensor<float, 1, K> x, x0;
+    auto w = std::make_unique<tensor<bf16, K, K>>();
+    ref::fill(x, 57);
+    ref::fill(*w, 58, -0.1, 0.1);
+    x0 = x;
+    static_assert(attend::plan_of<decltype(attend::matmul(x, attend::transpose(*w)) + x)> == attend::plan::matvec);
+    static_assert(attend::plan_of<decltype(attend::matmul(x, *w))> == attend::plan::matvec);
+    const tensor<float, 1, K> fresh_nk = attend::matmul(x0, attend::transpose(*w)) + x0;
+    x = attend::matmul(x, attend::transpose(*w)) + x;
+    BOOST_TEST(std::memcmp(x.data(), fresh_nk.data(), sizeof(float) * K) == 0);
+    const tensor<float, 1, K> fresh_kn = attend::matmul(x0, *w);
+    x = x0;
+    x = attend::matmul(x, *w);
+    BOOST_TEST(std::memcmp(x.data(), fresh_kn.data(), sizeof(float) * K) == 0);
+    double err = 0;  // and the values themselves
+    for (std::size_t n = 0; n < K; ++n) {
+        double acc = 0;
+        for (std::size_t k = 0; k < K; ++k) acc += double(x0(0, k)) * static_cast<double>((*w)(k, n));
+        err = std::max(err, std::abs(acc - x(0, n)));
+    }
+    BOOST_TEST(err < 1e-4);
+}
+
 namespace {
 // softmax(Q K^T / sqrt(D) [causal]) V in double over the rounded inputs.
 template <class Q, class K, class V>
@@ -544,8 +571,8 @@ BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
     ref::expect_all(ol, [&](const ref::index& i) { return attention_at(dqh, *k_len, *v_len, i[0], i[1], i[2], false); }, 2e-5);
 }
 
-// One and two queries per batch index (the decode nest's shortest shapes), over bf16 caches.
-BOOST_AUTO_TEST_CASE(decode_one_and_two_queries) {
+// One, two and five queries per batch index (the decode nest's stages), over 16-bit caches.
+BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
     auto q1 = std::make_unique<tensor<float, 4, 1, 128>>();
     auto k1 = std::make_unique<tensor<bf16, 4, 1000, 128>>();
     auto v1 = std::make_unique<tensor<bf16, 4, 1000, 128>>();
@@ -564,6 +591,17 @@ BOOST_AUTO_TEST_CASE(decode_one_and_two_queries) {
     ref::fill(*v2, 106);
     tensor<float, 2, 2, 64> o2 = attend::scaled_dot_product_attention(*q2, *k2, *v2);
     ref::expect_all(o2, [&](const ref::index& i) { return attention_at(*q2, *k2, *v2, i[0], i[1], i[2], false); }, 2e-5);
+
+    // Five queries (the whole-row stages, a group of two twice and one), 16-bit rows read in place.
+    auto q5 = std::make_unique<tensor<float, 2, 5, 128>>();
+    auto k5 = std::make_unique<tensor<bf16, 2, 1000, 128>>();
+    auto v5 = std::make_unique<tensor<f16, 2, 1000, 128>>();
+    ref::fill(*q5, 107);
+    ref::fill(*k5, 108);
+    ref::fill(*v5, 109);
+    auto o5 = std::make_unique<tensor<float, 2, 5, 128>>();
+    *o5 = attend::scaled_dot_product_attention(*q5, *k5, *v5);
+    ref::expect_all(*o5, [&](const ref::index& i) { return attention_at(*q5, *k5, *v5, i[0], i[1], i[2], false); }, 2e-5);
 }
 
 // An index mask that rounds through bf16: the interval analysis that skips key tiles or drops the

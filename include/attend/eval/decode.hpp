@@ -158,6 +158,56 @@ inline void decode_softmax(F* st, const F* mx, const decode_state<F, NQ, DV>& s,
     }
 }
 
+// Queries per group whose rows of Width values (queries, or outputs) fill 16 vector registers,
+// leaving room for 4 accumulators each.
+template <class B, std::size_t Width>
+inline constexpr std::size_t query_group = [] {
+    const std::size_t v = std::max<std::size_t>(Width / simd::lanes<B>, 1);
+    return std::max<std::size_t>(1, std::min(16 / v, 24 / (v + 4)));
+}();
+
+// S = Q K_tile^T, W keys at a time, each key row read whole and in order for each group of
+// queries held in registers (the next group finds the rows in L1/L2). Zen 5 streamed K from DRAM
+// at half the speed when rows were interleaved or each K vector met four query loads.
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, class F, class T>
+inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, D>;
+    for (std::size_t jb = 0; jb < KB; jb += W) {
+        B sc[NQ];
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (simd::dot_block<std::min(QG, NQ - I * QG), D>(q + I * QG * D, k + jb * ldk, ldk,
+                                                            *reinterpret_cast<B(*)[std::min(QG, NQ - I * QG)]>(sc + I * QG)),
+             ...);
+        }(std::make_index_sequence<(NQ + QG - 1) / QG>{});
+        for (std::size_t i = 0; i < NQ; ++i) sc[i].store_aligned(st + i * BN + jb);
+    }
+}
+
+// O = alpha O + P V_tile for groups of queries whose outputs fill 16 registers, each V row read
+// whole and in order (a memory stream the prefetcher follows; the next group finds it in L2).
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, class F, class T>
+inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* alpha, F* o) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, NV = DV / W, QG = query_group<B, DV>;
+    auto group = [&]<std::size_t Rows>(std::size_t i0) {
+        B acc[Rows][NV];
+        for (std::size_t r = 0; r < Rows; ++r)
+            for (std::size_t c = 0; c < NV; ++c) acc[r][c] = B::load_unaligned(o + (i0 + r) * DV + c * W) * B(alpha[i0 + r]);
+        for (std::size_t j = 0; j < KB; ++j) {
+            B vv[NV];
+            for (std::size_t c = 0; c < NV; ++c) vv[c] = simd::load<B>(v + j * ldv + c * W);
+            for (std::size_t r = 0; r < Rows; ++r) {
+                const B pj(pt[(i0 + r) * BN + j]);
+                for (std::size_t c = 0; c < NV; ++c) acc[r][c] = simd::fma(pj, vv[c], acc[r][c]);
+            }
+        }
+        for (std::size_t r = 0; r < Rows; ++r)
+            for (std::size_t c = 0; c < NV; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c * W);
+    };
+    std::size_t i0 = 0;
+    for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG>(i0);
+    if constexpr (NQ % QG != 0) group.template operator()<NQ % QG>(i0);
+}
+
 // O = alpha O + P V_tile: MQ queries x NVd vectors of output columns per register tile, over KS
 // keys at a time, so that a few whole V rows are read at once (a whole tile column block by
 // column block left the loads waiting on memory: 2.3x slower), the KS keys from KS streams
@@ -287,22 +337,25 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         }
     using Tree = decltype(with_tile(sc, tile_leaf<F, Ss, false>{{}, nullptr}));
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
-        if constexpr (G::stream && KB % G::W == 0 && streamed<Kt, F, 1> && streamed<Vl, F, 0>) {
-            // K and V read where they lie, 16-bit storage widened as it streams
-            const auto [k, ldk] = rows_in_place<true>(kt, sp, j0);
-            const auto [vr, ldv] = rows_in_place<false>(v, ob, j0);
+        // K and V rows where they lie when whole blocks of W keys stream from memory (16-bit
+        // storage widened as it loads), else packed as floats through their expressions
+        auto rows = [&]<bool Transposed, std::size_t C, bool Stream>(const auto& x, const auto& at, F* pack) {
+            if constexpr (Stream) return rows_in_place<Transposed>(x, at, j0);
+            else return contiguous_rows<KB, C, Transposed, F>(x, at, j0, pack);
+        };
+        constexpr bool blocks = KB % G::W == 0, v_blocks = blocks && DV % G::W == 0;
+        const auto [k, ldk] = rows.template operator()<true, D, blocks && streamed<Kt, F, 1>>(kt, sp, kpack);
+        if constexpr (G::stream && blocks) {
+            const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
             return decode_stream<B, NQ, KB, BN, D, DV, G::RK>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s);
         }
-        const auto [k, ldk] = contiguous_rows<KB, D, true, F>(kt, sp, j0, kpack);
-        if constexpr (G::stream && KB % G::W == 0) {
-            const auto [vr, ldv] = contiguous_rows<KB, DV, false, F>(v, ob, j0, vpack);
-            return decode_stream<B, NQ, KB, BN, D, DV, G::RK>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s);
-        }
-        dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
+        if constexpr (blocks) decode_scores<B, NQ, KB, BN, D>(qbuf, k, ldk, st);
+        else dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
-        const auto [vr, ldv] = contiguous_rows<KB, DV, false, F>(v, ob, j0, vpack);
-        decode_pv<B, NQ, KB, BN, DV, G::MQ, G::NVd>(st, vr, ldv, alpha, s.o);
+        const auto [vr, ldv] = rows.template operator()<false, DV, v_blocks && streamed<Vl, F, 0>>(v, ob, vpack);
+        if constexpr (v_blocks) decode_pv_rows<B, NQ, KB, BN, DV>(st, vr, ldv, alpha, s.o);
+        else decode_pv<B, NQ, KB, BN, DV, G::MQ, G::NVd>(st, vr, ldv, alpha, s.o);
     };
     auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
         tile_box.lo[Rs - 1] = j0;
