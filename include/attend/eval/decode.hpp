@@ -2,10 +2,12 @@
 // heads of a GQA group folded into the query axis, or a few new tokens) over a long key-value
 // cache. One work item takes every query of a batch index against a range of keys, so each K and
 // V row is read once; lanes run along the head dimension:
-//   scores:  S = Q K_tile^T by register tiles of dot products (matvec.hpp's dot_panel);
+//   scores:  S = Q K_tile^T, W keys at a time, each K row read whole and in order;
 //   tree:    the score tree on S with lanes along the keys, its row maxima;
 //   softmax: per query a running max and sum (the prefill nest's exp2 units);
-//   P V:     O = alpha O + P V_tile by the contraction's micro-kernel, V rows read in place.
+//   P V:     O = alpha O + P V_tile, V rows read whole and in order, in place (16-bit widened).
+// One or two queries run every stage per W-key block with the outputs in registers
+// (decode_stream); more run the stages tile by tile, in groups of queries.
 // Key tiles the score tree's index masks rule out (j >= len, causal) are never touched. When
 // there are fewer batch indices than threads, the keys split into chunks whose partial results
 // merge by their log-sum-exp (flash-decoding).
