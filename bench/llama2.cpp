@@ -68,9 +68,11 @@ template <class C>
 struct fixture {
     std::vector<std::byte> file;
     std::unique_ptr<llama2::model<C>> attend_model = std::make_unique<llama2::model<C>>();
+    std::unique_ptr<llama2::model<C, attend::bf16>> attend_bf16 = std::make_unique<llama2::model<C, attend::bf16>>();
     std::shared_ptr<runc::model> runc_model;
     explicit fixture(bool shared) : file(checkpoint<C>(shared)) {
         if (auto e = attend_model->load(file, shared); !e.empty()) std::fprintf(stderr, "load: %s\n", e.c_str()), std::exit(1);
+        if (auto e = attend_bf16->load(file, shared); !e.empty()) std::fprintf(stderr, "load: %s\n", e.c_str()), std::exit(1);
         runc_model = runc::make(C::header[0], C::header[1], C::header[2], C::header[3], C::header[4], shared ? C::header[5] : -C::header[5],
                                 C::header[6], reinterpret_cast<const float*>(file.data() + llama2::header_bytes));
     }
@@ -90,13 +92,18 @@ fixture<C>& get(bool shared) {
 
 int next_token(int t) { return static_cast<int>((static_cast<unsigned>(t) * 2654435761u + 7u) % 32000u); }
 
-template <class C, bool Shared>
+// The attend model with float weights and cache, or (Half) with both in bf16.
+template <class C, bool Shared, bool Half = false>
 void attend_tokens(benchmark::State& state) {
     auto& f = get<C>(Shared);
     set_threads(static_cast<int>(state.range(0)));
     for (auto _ : state) {
         int t = 1;
-        for (int p = 0; p < sequence; ++p) benchmark::DoNotOptimize(f.attend_model->forward(t = next_token(t), p));
+        for (int p = 0; p < sequence; ++p) {
+            t = next_token(t);
+            if constexpr (Half) benchmark::DoNotOptimize(f.attend_bf16->forward(t, p));
+            else benchmark::DoNotOptimize(f.attend_model->forward(t, p));
+        }
     }
     state.SetItemsProcessed(state.iterations() * sequence);
     set_threads(1);
@@ -129,12 +136,13 @@ float read_four_streams(const float* p, std::size_t n) {
     return s;
 }
 
-// One token's floor: the weight bytes read once (with two threads: each reads half).
-template <class C, bool Shared>
+// One token's floor: the weight bytes read once (with two threads: each reads half); Half: the
+// bytes of bf16 weights (half as many).
+template <class C, bool Shared, bool Half = false>
 void floor_tokens(benchmark::State& state) {
     auto& f = get<C>(Shared);
     const float* w = reinterpret_cast<const float*>(f.file.data() + llama2::header_bytes);
-    const std::size_t n = f.weight_bytes(Shared) / sizeof(float);
+    const std::size_t n = f.weight_bytes(Shared) / sizeof(float) / (Half ? 2 : 1);
     const int threads = static_cast<int>(state.range(0));
     for (auto _ : state) {
         float s = 0;
@@ -150,7 +158,8 @@ void floor_tokens(benchmark::State& state) {
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
 }
 
-// Both implementations agree on the first steps of a sequence (fresh caches: positions 0..7).
+// Both implementations agree on the first steps of a sequence (fresh caches: positions 0..7);
+// the bf16 model within 3e-2 (its weights carry 8 bits; tests/model checks it exactly).
 template <class C, bool Shared>
 bool agree(const char* name) {
     fixture<C> f(Shared);
@@ -158,14 +167,17 @@ bool agree(const char* name) {
     for (int p = 0; p < 8; ++p) {
         t = next_token(t);
         const float* a = f.attend_model->forward(t, p);
+        const float* h = f.attend_bf16->forward(t, p);
         const float* r = runc::forward(*f.runc_model, t, p);
-        double scale = 0, err = 0;
+        double scale = 0, err = 0, err_h = 0;
         for (std::size_t v = 0; v < C::vocab; ++v) {
             scale = std::max(scale, double(std::abs(r[v])));
             err = std::max(err, double(std::abs(a[v] - r[v])));
+            err_h = std::max(err_h, double(std::abs(h[v] - r[v])));
         }
-        if (!(err <= 1e-4 * scale)) {
-            std::fprintf(stderr, "%s: attend and the run.c-style loop differ at step %d: %g (scale %g)\n", name, p, err, scale);
+        if (!(err <= 1e-4 * scale) || !(err_h <= 3e-2 * scale)) {
+            std::fprintf(stderr, "%s: attend (float: %g, bf16: %g) and the run.c-style loop differ at step %d (scale %g)\n", name, err,
+                         err_h, p, scale);
             return false;
         }
     }
@@ -179,6 +191,8 @@ void register_config(const char* name) {
         benchmark::RegisterBenchmark(("tokens_attend/" + n).c_str(), attend_tokens<C, Shared>)->Arg(threads)->Unit(benchmark::kMillisecond);
         benchmark::RegisterBenchmark(("tokens_runc/" + n).c_str(), runc_tokens<C, Shared>)->Arg(threads)->Unit(benchmark::kMillisecond);
         benchmark::RegisterBenchmark(("tokens_floor/" + n).c_str(), floor_tokens<C, Shared>)->Arg(threads)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("tokens_attend_bf16/" + n).c_str(), attend_tokens<C, Shared, true>)->Arg(threads)->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("tokens_floor_bf16/" + n).c_str(), floor_tokens<C, Shared, true>)->Arg(threads)->Unit(benchmark::kMillisecond);
     }
 }
 

@@ -35,6 +35,7 @@ struct options {
     unsigned long long seed = 0;
     int steps = 256;
     const char* prompt = "";
+    bool bf16 = false;  // weights and KV cache held in bf16
 };
 
 [[noreturn]] void usage() {
@@ -48,7 +49,8 @@ struct options {
                  "  -n <int>    number of steps to run for, default 256. 0 = max_seq_len\n"
                  "  -i <string> input prompt\n"
                  "  -z <string> optional path to custom tokenizer\n"
-                 "  -m <string> mode: generate (the only one here)\n");
+                 "  -m <string> mode: generate (the only one here)\n"
+                 "  -w <string> weights and KV cache held as f32 (default) or bf16 (rounded at load)\n");
     std::exit(EXIT_FAILURE);
 }
 
@@ -69,6 +71,10 @@ options parse(int argc, char** argv) {
         case 'z': o.tokenizer = v; break;
         case 'm':
             if (std::strcmp(v, "generate") != 0) usage();
+            break;
+        case 'w':
+            if (std::strcmp(v, "bf16") != 0 && std::strcmp(v, "f32") != 0) usage();
+            o.bf16 = std::strcmp(v, "bf16") == 0;
             break;
         default: usage();
         }
@@ -150,9 +156,9 @@ void generate(Model& m, const llama2::tokenizer& tok, llama2::sampler& sampler, 
     if (pos > 1) std::fprintf(stderr, "achieved tok/s: %f\n", (pos - 1) / static_cast<double>(now_ms() - start) * 1000.0);
 }
 
-template <class C>
+template <class C, class T>
 void run(mapped_file& file, const llama2::header& h, const options& o) {
-    auto m = std::make_unique<llama2::model<C>>();
+    auto m = std::make_unique<llama2::model<C, T>>();
     if (std::string e = m->load(file.bytes(), h.shared_classifier); !e.empty()) fail(std::string(o.checkpoint) + " " + e);
     file.release();
     llama2::tokenizer tok;
@@ -170,7 +176,7 @@ std::string names(std::tuple<C...>*) {
 
 template <class... C>
 bool dispatch(std::tuple<C...>*, mapped_file& file, const llama2::header& h, const options& o) {
-    return ((h.is<C>() ? (run<C>(file, h, o), true) : false) || ...);
+    return ((h.is<C>() ? (o.bf16 ? run<C, attend::bf16>(file, h, o) : run<C, float>(file, h, o), true) : false) || ...);
 }
 
 }  // namespace

@@ -12,6 +12,9 @@ writes, deterministically, into DIR:
                             (512, 1376, 4, 8, 2, -32000, 512), own classifier
   NAME.tokens, NAME.logits  32 int32 tokens (BOS, then the float64 argmax each step) and the
                             float64 logits (32 x 32000) of each step
+  NAME.bf16.logits          the logits along the same tokens with the weights rounded to bf16
+                            and each key and value row rounded to bf16 as the cache stores it
+                            (what the binary's `-w bf16` computes, in float64 otherwise)
   NAME.greedy.txt           run.c's stdout for `-t 0 -n 40 -i "Once upon a time"`
   NAME.topp.txt, NAME.all.txt  the same with `-t 0.3 -p 0.9 -s 42` and `-t 0.3 -p 0 -s 8`
                             (seeds whose every draw lies at least 1e-4 from a token boundary)
@@ -168,14 +171,22 @@ def write_checkpoint(path, cfg, w):
             f.write(w[name].astype("<f4").tobytes())
 
 
-class Reference:
-    """run.c's forward pass in float64."""
+def bf16(x):
+    """x rounded to float32, then to bfloat16 (nearest, ties to even), as float64."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32).astype(np.float64)
 
-    def __init__(self, cfg, w):
+
+class Reference:
+    """run.c's forward pass in float64 (with `half`, weights and cache rows rounded to bf16)."""
+
+    def __init__(self, cfg, w, half=False):
         self.dim, self.hidden, self.layers, self.heads, self.kv_heads, vocab, self.seq_len = cfg
         self.hs = self.dim // self.heads
         self.kv = self.kv_heads * self.hs
-        self.w = {k: v.astype(np.float64) for k, v in w.items() if not k.startswith("freq")}
+        self.store = bf16 if half else (lambda x: x)
+        self.w = {k: self.store(v).astype(np.float64) for k, v in w.items() if not k.startswith("freq")}
         self.cls = self.w["wcls"] if vocab < 0 else self.w["emb"]
         self.kc = np.zeros((self.layers, self.seq_len, self.kv))
         self.vc = np.zeros((self.layers, self.seq_len, self.kv))
@@ -199,8 +210,8 @@ class Reference:
         for l in range(self.layers):
             xb = self.rmsnorm(x, w["rms_att"][l])
             q = self.rope(w["wq"][l] @ xb, pos)
-            self.kc[l, pos] = self.rope(w["wk"][l] @ xb, pos)
-            self.vc[l, pos] = w["wv"][l] @ xb
+            self.kc[l, pos] = self.store(self.rope(w["wk"][l] @ xb, pos))
+            self.vc[l, pos] = self.store(w["wv"][l] @ xb)
             att = np.zeros(self.dim)
             group = self.heads // self.kv_heads
             for h in range(self.heads):
@@ -321,6 +332,9 @@ def make(out):
         tokens, logits, worst = teacher_forced(cfg, w)
         tokens.astype("<i4").tofile(os.path.join(out, name + ".tokens"))
         logits.astype("<f8").tofile(os.path.join(out, name + ".logits"))
+        half = Reference(cfg, w, half=True)
+        np.array([half.forward(int(t), pos) for pos, t in enumerate(tokens)]).astype("<f8").tofile(
+            os.path.join(out, name + ".bf16.logits"))
         text, worst_greedy = generate_text(cfg, w, pieces, scores, Sampler(0, 0.9, 1))
         with open(os.path.join(out, name + ".greedy.txt"), "wb") as f:
             f.write(text)

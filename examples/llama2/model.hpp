@@ -9,12 +9,16 @@
 #pragma once
 
 #include <attend/nn.hpp>
+#include <boost/hana/at_key.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/keys.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace llama2 {
@@ -34,29 +38,48 @@ using stories42M = config<512, 1376, 8, 8, 8, 32000, 1024>;
 using stories110M = config<768, 2048, 12, 12, 12, 32000, 1024>;
 using gqa512 = config<512, 1376, 4, 8, 2, 32000, 512>;
 
-// The weights in the file's order (after the header), stacked over layers.
-template <class C>
+// The weights in the file's order (after the header), stacked over layers, held as T (float, or
+// bf16/f16 rounded from the file's floats at load).
+template <class C, class T = float>
 struct weights {
     static constexpr std::size_t V = C::vocab, D = C::dim, L = C::layers, KV = C::kv_dim, F = C::hidden;
     BOOST_HANA_DEFINE_STRUCT(weights,
-                             (attend::tensor<float, V, D>, token_embedding),
-                             (attend::tensor<float, L, D>, rms_att),
-                             (attend::tensor<float, L, D, D>, wq),
-                             (attend::tensor<float, L, KV, D>, wk),
-                             (attend::tensor<float, L, KV, D>, wv),
-                             (attend::tensor<float, L, D, D>, wo),
-                             (attend::tensor<float, L, D>, rms_ffn),
-                             (attend::tensor<float, L, F, D>, w1),
-                             (attend::tensor<float, L, D, F>, w2),
-                             (attend::tensor<float, L, F, D>, w3),
-                             (attend::tensor<float, D>, rms_final));
+                             (attend::tensor<T, V, D>, token_embedding),
+                             (attend::tensor<T, L, D>, rms_att),
+                             (attend::tensor<T, L, D, D>, wq),
+                             (attend::tensor<T, L, KV, D>, wk),
+                             (attend::tensor<T, L, KV, D>, wv),
+                             (attend::tensor<T, L, D, D>, wo),
+                             (attend::tensor<T, L, D>, rms_ffn),
+                             (attend::tensor<T, L, F, D>, w1),
+                             (attend::tensor<T, L, D, F>, w2),
+                             (attend::tensor<T, L, F, D>, w3),
+                             (attend::tensor<T, D>, rms_final));
 };
 
 // The classifier's own weights (files with a negative vocab_size).
-template <class C>
+template <class C, class T = float>
 struct classifier {
-    BOOST_HANA_DEFINE_STRUCT(classifier, (attend::tensor<float, C::vocab, C::dim>, wcls));
+    BOOST_HANA_DEFINE_STRUCT(classifier, (attend::tensor<T, C::vocab, C::dim>, wcls));
 };
+
+// Reads float weights from a checkpoint's bytes into `w`, rounding each to T when T is 16-bit
+// (through a float copy that lives only while it loads); "" or what is wrong.
+template <class Struct, class Float>
+std::string load_as(Struct& w, std::span<const std::byte> bytes) {
+    if constexpr (std::is_same_v<Struct, Float>) {
+        auto r = attend::nn::load(w, bytes);
+        return r ? std::string() : r.message;
+    } else {
+        auto f = std::make_unique<Float>();
+        if (auto r = attend::nn::load(*f, bytes); !r) return r.message;
+        boost::hana::for_each(boost::hana::keys(*f), [&](auto key) {
+            auto& to = boost::hana::at_key(w, key);
+            to = attend::cast<typename std::remove_cvref_t<decltype(to)>::value_type>(boost::hana::at_key(*f, key));
+        });
+        return {};
+    }
+}
 
 // What a checkpoint's header says.
 struct header {
@@ -97,8 +120,9 @@ constexpr std::size_t file_bytes(bool shared_classifier) {
     return header_bytes + floats * sizeof(float);
 }
 
-// A model of config C: weights, KV cache and the work space of a step, all on the heap.
-template <class C>
+// A model of config C: weights, KV cache and the work space of a step, all on the heap; weights
+// and cache held as T (float, bf16 or f16), every step computed in float.
+template <class C, class T = float>
 class model {
 public:
     using layer_config = typename C::layer;
@@ -108,18 +132,18 @@ public:
         if (file.size() != file_bytes<C>(shared_classifier))
             return std::string(file.size() < file_bytes<C>(shared_classifier) ? "is truncated: " : "is longer than its config: ") +
                    std::to_string(file.size()) + " bytes, the config needs " + std::to_string(file_bytes<C>(shared_classifier));
-        w_ = std::make_unique<weights<C>>();
+        w_ = std::make_unique<weights<C, T>>();
         std::size_t at = header_bytes;
-        if (auto r = attend::nn::load(*w_, file.subspan(at, attend::nn::byte_size<weights<C>>())); !r) return r.message;
+        if (auto e = load_as<weights<C, T>, weights<C>>(*w_, file.subspan(at, attend::nn::byte_size<weights<C>>())); !e.empty()) return e;
         at += attend::nn::byte_size<weights<C>>() + C::seq_len * C::head * sizeof(float);
         cls_ = &w_->token_embedding;
         if (!shared_classifier) {
-            own_ = std::make_unique<classifier<C>>();
-            if (auto r = attend::nn::load(*own_, file.subspan(at)); !r) return r.message;
+            own_ = std::make_unique<classifier<C, T>>();
+            if (auto e = load_as<classifier<C, T>, classifier<C>>(*own_, file.subspan(at)); !e.empty()) return e;
             cls_ = &own_->wcls;
         }
         bind_layers();
-        cache_ = std::make_unique<attend::nn::kv_cache<layer_config>[]>(C::layers);
+        cache_ = std::make_unique<attend::nn::kv_cache<layer_config, T>[]>(C::layers);
         state_ = std::make_unique<state>();
         return {};
     }
@@ -145,8 +169,8 @@ private:
 
     // Layer l of a layer-stacked weight, as a view.
     template <std::size_t L, std::size_t... D>
-    static attend::tensor_ref<const float, D...> at(const attend::tensor<float, L, D...>& t, std::size_t l) {
-        return attend::tensor_ref<const float, D...>(t.data() + l * (D * ...));
+    static attend::tensor_ref<const T, D...> at(const attend::tensor<T, L, D...>& t, std::size_t l) {
+        return attend::tensor_ref<const T, D...>(t.data() + l * (D * ...));
     }
 
     void bind_layers() {
@@ -156,11 +180,11 @@ private:
                                at(w_->rms_ffn, l), at(w_->w1, l), at(w_->w2, l), at(w_->w3, l)});
     }
 
-    std::unique_ptr<weights<C>> w_;
-    std::unique_ptr<classifier<C>> own_;
-    const attend::tensor<float, C::vocab, C::dim>* cls_ = nullptr;
-    std::vector<attend::nn::decoder_weights<layer_config>> layers_;
-    std::unique_ptr<attend::nn::kv_cache<layer_config>[]> cache_;
+    std::unique_ptr<weights<C, T>> w_;
+    std::unique_ptr<classifier<C, T>> own_;
+    const attend::tensor<T, C::vocab, C::dim>* cls_ = nullptr;
+    std::vector<attend::nn::decoder_weights<layer_config, const T>> layers_;
+    std::unique_ptr<attend::nn::kv_cache<layer_config, T>[]> cache_;
     std::unique_ptr<state> state_;
 };
 

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "llama2/model.hpp"
@@ -45,20 +46,21 @@ std::vector<T> read_array(const std::string& path) {
     return v;
 }
 
-// Runs the checkpoint `name` over the reference's 32 tokens; each step's logits must lie within
-// 1e-4 of the reference relative to that step's largest logit, and pick the same token.
-template <class C>
-void check_logits(const std::string& name) {
+// Runs the checkpoint `name` over the reference's 32 tokens, weights and cache held as T; each
+// step's logits must lie within `tol` of the reference (NAME.logits, or NAME.bf16.logits for bf16)
+// relative to that step's largest logit, and pick the same token.
+template <class C, class T = float>
+void check_logits(const std::string& name, double tol = 1e-4) {
     const std::string dir = data_dir();
     const auto file = read(dir + "/" + name + ".bin");
     llama2::header h;
     BOOST_TEST_REQUIRE(llama2::parse_header(file, h).empty());
     BOOST_TEST_REQUIRE(h.is<C>(), name << " has " << h.text());
-    auto m = std::make_unique<llama2::model<C>>();
+    auto m = std::make_unique<llama2::model<C, T>>();
     const std::string e = m->load(file, h.shared_classifier);
     BOOST_TEST_REQUIRE(e.empty(), e);
     const auto tokens = read_array<std::int32_t>(dir + "/" + name + ".tokens");
-    const auto want = read_array<double>(dir + "/" + name + ".logits");
+    const auto want = read_array<double>(dir + "/" + name + (std::is_same_v<T, float> ? ".logits" : ".bf16.logits"));
     BOOST_TEST_REQUIRE(want.size() == tokens.size() * C::vocab);
     double worst = 0;
     for (std::size_t p = 0; p < tokens.size(); ++p) {
@@ -70,7 +72,7 @@ void check_logits(const std::string& name) {
             err = std::max(err, std::abs(double(got[v]) - ref[v]));
         }
         worst = std::max(worst, err / scale);
-        BOOST_TEST(err <= 1e-4 * scale, name << " step " << p << ": max error " << err << " at scale " << scale);
+        BOOST_TEST(err <= tol * scale, name << " step " << p << ": max error " << err << " at scale " << scale);
         BOOST_TEST(std::max_element(got, got + C::vocab) - got == std::max_element(ref, ref + C::vocab) - ref);
     }
     BOOST_TEST_MESSAGE(name << ": largest relative logit error " << worst);
@@ -81,6 +83,15 @@ void check_logits(const std::string& name) {
 BOOST_AUTO_TEST_CASE(stories15M_logits) { check_logits<llama2::stories15M>("stories15M"); }
 
 BOOST_AUTO_TEST_CASE(grouped_query_logits_with_own_classifier) { check_logits<llama2::gqa512>("gqa"); }
+
+// Weights and KV cache in bf16 (the binary's -w bf16) against the reference with the same
+// roundings. The cache rows are rounded from float here and from float64 there: a value within
+// float32's error of a bf16 rounding boundary rounds apart by one bf16 step (2^-8), which the
+// tolerance of 1e-3 allows for; the float model above stays within 1e-4.
+BOOST_AUTO_TEST_CASE(bf16_weights_and_cache_logits) {
+    check_logits<llama2::stories15M, attend::bf16>("stories15M", 1e-3);
+    check_logits<llama2::gqa512, attend::bf16>("gqa", 1e-3);
+}
 
 // Every case of tokenizer_cases.txt: a line of hex bytes, a line of token ids.
 BOOST_AUTO_TEST_CASE(tokenizer_encodes_as_run_c) {

@@ -64,8 +64,10 @@ struct decoder_scratch {
 };
 
 // Runs one layer on the token at position pos (x: its (1, Dim) residual stream, updated in place).
-template <class C, class T>
-void decoder_step(tensor<float, 1, C::dim>& x, const decoder_weights<C, T>& w, kv_cache<C>& cache, std::size_t pos,
+// Weights and cache may hold bf16 or f16: the step computes in float and rounds the new key and
+// value rows to the cache's type as it writes them.
+template <class C, class T, class KT>
+void decoder_step(tensor<float, 1, C::dim>& x, const decoder_weights<C, T>& w, kv_cache<C, KT>& cache, std::size_t pos,
                   decoder_scratch<C>& s) {
     constexpr std::size_t H = C::kv_heads, G = C::group, D = C::head;
     if (pos >= C::capacity) check::stop("nn::decoder_step", "the position is past the cache's capacity");
@@ -74,8 +76,8 @@ void decoder_step(tensor<float, 1, C::dim>& x, const decoder_weights<C, T>& w, k
     s.q = rope(s.q, s.rotary, pos);
     s.k = matmul(s.normed, transpose(w.wk));
     s.v = matmul(s.normed, transpose(w.wv));
-    slice<1, 1>(cache.keys, pos) = reshape<H, 1, D>(rope(s.k, s.rotary, pos));
-    slice<1, 1>(cache.values, pos) = reshape<H, 1, D>(s.v);
+    slice<1, 1>(cache.keys, pos) = cast<KT>(reshape<H, 1, D>(rope(s.k, s.rotary, pos)));
+    slice<1, 1>(cache.values, pos) = cast<KT>(reshape<H, 1, D>(s.v));
     const auto later = iota<2, H, G, C::capacity>() > static_cast<std::int64_t>(pos);  // keys after this token
     tensor_ref<float, H, G, D>(s.attended.data()) =
         scaled_dot_product_attention(reshape<H, G, D>(s.q), cache.keys, cache.values, later);
