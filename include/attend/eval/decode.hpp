@@ -99,14 +99,6 @@ inline std::pair<const F*, std::size_t> contiguous_rows(const X& x, nd_pos<R> p,
     }
 }
 
-// Asks for `rows` rows of `bytes` bytes each, `ld` bytes apart, to be brought into cache (the
-// decode stream asks for the rows two blocks ahead of the ones it reads).
-inline void prefetch_rows(const void* p, std::size_t ld, std::size_t rows, std::size_t bytes) noexcept {
-    const char* base = static_cast<const char*>(p);
-    for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(base + r * ld + b);
-}
-
 // The score tree on S (NQ x KB, rows BN apart) with lanes along the keys; the row maxima to mx.
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, class F, class Tree, std::size_t Rs>
 inline void decode_tree(const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st, F* mx) noexcept {
@@ -275,8 +267,6 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
     }
     for (std::size_t jb = 0; jb < KB; jb += W) {
         B sc[NQ], p[NQ];
-        prefetch_rows(k + (jb + 2 * W) * ldk, ldk * sizeof(TK), W, D * sizeof(TK));  // may pass the end: harmless
-        prefetch_rows(v + (jb + 2 * W) * ldv, ldv * sizeof(TV), W, DV * sizeof(TV));
         simd::dot_block<NQ, D>(q, k + jb * ldk, ldk, sc);
         for (std::size_t i = 0; i < NQ; ++i) {
             sc[i].store_aligned(st + i * BN + jb);  // one store, read back whole by the tree
