@@ -39,11 +39,13 @@ struct decode_tiling {
     // Keys per tile: fewer, longer passes over K and V per tile were faster (Zen 1, 8 x 4 heads,
     // len 8000: 13.5 ms at 64 keys, 10.2 at 128, 10.0 at 256 and 512).
     static constexpr std::size_t BN = 256;
-    // Scores: MB queries x RK keys of dot products, plus RK key vectors and one query vector.
+    // Tiles whose keys are not whole W-key blocks (a short last tile) score by dot_panel:
+    // MB queries x RK keys of dot products, plus RK key vectors and one query vector.
     static constexpr std::size_t MB = std::min<std::size_t>(NQ, 4);
     // (a power of two: the lanes of RK accumulators are summed by one transposing tree)
     static constexpr std::size_t RK = std::bit_floor(std::clamp<std::size_t>((regs - 4) / (MB + 1), 1, 8));
-    // P V: MQ queries x NVd vectors of output columns, plus NVd value vectors and a broadcast;
+    // Value widths not a whole number of vectors take decode_pv: MQ queries x NVd vectors of
+    // output columns, plus NVd value vectors and a broadcast;
     // few queries take more columns, so that enough independent sums hide the FMA latency.
     static constexpr std::size_t MQ = std::min<std::size_t>(NQ, regs >= 32 ? 8 : 4);
     // (a divisor of DV's vectors, so that no one-vector tail blocks remain)
