@@ -572,36 +572,28 @@ BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
 }
 
 // One, two and five queries per batch index (the decode nest's stages), over 16-bit caches.
+namespace {
+// sdpa of Q (HB, NQ, D) against K, V (HB, NK, D) of element types QT, KT, VT, filled from `seed`
+// on, into a float output, against attention_at in double over the same rounded inputs.
+template <class QT, class KT, class VT, std::size_t HB, std::size_t NQ, std::size_t NK, std::size_t D>
+void check_decode_16(int seed) {
+    auto q = std::make_unique<tensor<QT, HB, NQ, D>>();
+    auto k = std::make_unique<tensor<KT, HB, NK, D>>();
+    auto v = std::make_unique<tensor<VT, HB, NK, D>>();
+    ref::fill(*q, seed);
+    ref::fill(*k, seed + 1);
+    ref::fill(*v, seed + 2);
+    auto o = std::make_unique<tensor<float, HB, NQ, D>>();
+    *o = attend::scaled_dot_product_attention(*q, *k, *v);
+    ref::expect_all(*o, [&](const ref::index& i) { return attention_at(*q, *k, *v, i[0], i[1], i[2], false); }, 2e-5);
+}
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
-    auto q1 = std::make_unique<tensor<float, 4, 1, 128>>();
-    auto k1 = std::make_unique<tensor<bf16, 4, 1000, 128>>();
-    auto v1 = std::make_unique<tensor<bf16, 4, 1000, 128>>();
-    ref::fill(*q1, 101);
-    ref::fill(*k1, 102);
-    ref::fill(*v1, 103);
-    auto o1 = std::make_unique<tensor<float, 4, 1, 128>>();
-    *o1 = attend::scaled_dot_product_attention(*q1, *k1, *v1);
-    ref::expect_all(*o1, [&](const ref::index& i) { return attention_at(*q1, *k1, *v1, i[0], i[1], i[2], false); }, 2e-5);
-
-    auto q2 = std::make_unique<tensor<bf16, 2, 2, 64>>();
-    auto k2 = std::make_unique<tensor<f16, 2, 500, 64>>();
-    auto v2 = std::make_unique<tensor<bf16, 2, 500, 64>>();
-    ref::fill(*q2, 104);
-    ref::fill(*k2, 105);
-    ref::fill(*v2, 106);
-    tensor<float, 2, 2, 64> o2 = attend::scaled_dot_product_attention(*q2, *k2, *v2);
-    ref::expect_all(o2, [&](const ref::index& i) { return attention_at(*q2, *k2, *v2, i[0], i[1], i[2], false); }, 2e-5);
-
+    check_decode_16<float, bf16, bf16, 4, 1, 1000, 128>(101);
+    check_decode_16<bf16, f16, bf16, 2, 2, 500, 64>(104);
     // Five queries (the whole-row stages, a group of two twice and one), 16-bit rows read in place.
-    auto q5 = std::make_unique<tensor<float, 2, 5, 128>>();
-    auto k5 = std::make_unique<tensor<bf16, 2, 1000, 128>>();
-    auto v5 = std::make_unique<tensor<f16, 2, 1000, 128>>();
-    ref::fill(*q5, 107);
-    ref::fill(*k5, 108);
-    ref::fill(*v5, 109);
-    auto o5 = std::make_unique<tensor<float, 2, 5, 128>>();
-    *o5 = attend::scaled_dot_product_attention(*q5, *k5, *v5);
-    ref::expect_all(*o5, [&](const ref::index& i) { return attention_at(*q5, *k5, *v5, i[0], i[1], i[2], false); }, 2e-5);
+    check_decode_16<float, bf16, f16, 2, 5, 1000, 128>(107);
 }
 
 // An index mask that rounds through bf16: the interval analysis that skips key tiles or drops the
