@@ -527,6 +527,42 @@ double attention_at(const Q& q, const K& k, const V& v, std::size_t b, std::size
     }
     return o / z;
 }
+
+// The same with |V|: the scale of the error that rounding P to bf16 may add (at most 2^-8 of
+// each term), the bound the vdpbf16ps nest is held to.
+template <class Q, class K, class V>
+double attention_abs_at(const Q& q, const K& k, const V& v, std::size_t b, std::size_t i, std::size_t c, bool causal) {
+    constexpr std::size_t NK = K::shape_type::extents[1], D = K::shape_type::extents[2];
+    std::vector<double> s(NK);
+    double mx = -INFINITY, z = 0, o = 0;
+    for (std::size_t j = 0; j < NK; ++j) {
+        double acc = 0;
+        for (std::size_t d = 0; d < D; ++d) acc += ref::at(q, {b, i, d}) * ref::at(k, {b, j, d});
+        s[j] = (causal && j > i) ? -INFINITY : acc / std::sqrt(double(D));
+        mx = std::max(mx, s[j]);
+    }
+    for (std::size_t j = 0; j < NK; ++j) {
+        z += std::exp(s[j] - mx);
+        o += std::exp(s[j] - mx) * std::abs(ref::at(v, {b, j, c}));
+    }
+    return o / z;
+}
+
+// Attention over bf16 Q, K, V, which may run on pair dot products (P rounded to bf16): every
+// element within 2^-8 (bf16's unit roundoff; x 1.01 for the float sums) of sum p |v| / sum p,
+// plus the float nest's 2e-5.
+template <class O, class Q, class K, class V>
+void expect_bf16_attention(const O& o, const Q& q, const K& k, const V& v, bool causal) {
+    std::size_t bad = 0;
+    ref::for_each_index(ref::extents_of<O>(), [&](const ref::index& i, std::size_t flat) {
+        const double want = attention_at(q, k, v, i[0], i[1], i[2], causal);
+        const double bound = 0x1.02p-8 * attention_abs_at(q, k, v, i[0], i[1], i[2], causal) + 2e-5 * (1 + std::abs(want));
+        const double got = static_cast<double>(o.data()[flat]);
+        if (!(std::abs(got - want) <= bound) && bad++ < 5)
+            BOOST_ERROR("at (" << i[0] << "," << i[1] << "," << i[2] << "): got " << got << ", want " << want << " within " << bound);
+    });
+    BOOST_CHECK_EQUAL(bad, 0u);
+}
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
@@ -538,9 +574,9 @@ BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
     ref::fill(*v, 43);
     static_assert(attend::plan_of<decltype(attend::scaled_dot_product_attention(*q, *k, *v))> == attend::plan::attention);
     tensor<float, 2, 48, 64> o = attend::scaled_dot_product_attention(*q, *k, *v);
-    ref::expect_all(o, [&](const ref::index& i) { return attention_at(*q, *k, *v, i[0], i[1], i[2], false); }, 2e-5);
+    expect_bf16_attention(o, *q, *k, *v, false);
     tensor<float, 2, 48, 64> oc = attend::scaled_dot_product_attention(*q, *k, *v, attend::causal_mask<48, 80>());
-    ref::expect_all(oc, [&](const ref::index& i) { return attention_at(*q, *k, *v, i[0], i[1], i[2], true); }, 2e-5);
+    expect_bf16_attention(oc, *q, *k, *v, true);
     tensor<bf16, 2, 48, 64> oh = attend::cast<bf16>(attend::scaled_dot_product_attention(*q, *k, *v));
     for (std::size_t i = 0; i < oh.size; ++i)
         BOOST_TEST(ref::close(static_cast<double>(oh.data()[i]), o.data()[i], 0x1p-8));
@@ -569,6 +605,55 @@ BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
                 (*v_len)(b, r, c) = (*dv)(b, r, c);
             }
     ref::expect_all(ol, [&](const ref::index& i) { return attention_at(dqh, *k_len, *v_len, i[0], i[1], i[2], false); }, 2e-5);
+}
+
+// The prefill nest with bf16 Q, K and V (vdpbf16ps where the target has AVX-512 BF16): an odd
+// last key tile (77 = 48 + 29 keys: a pair padded with a zero key), a value width that is not a
+// whole number of 32-value blocks (40), queries past the last whole tile (70 = 2 x 32 + 6, run
+// in float), causal, and a bf16 result written over its own V.
+BOOST_AUTO_TEST_CASE(prefill_pair_dots) {
+    auto q = std::make_unique<tensor<bf16, 2, 70, 48>>();
+    auto k = std::make_unique<tensor<bf16, 2, 77, 48>>();
+    auto v = std::make_unique<tensor<bf16, 2, 77, 40>>();
+    ref::fill(*q, 71);
+    ref::fill(*k, 72);
+    ref::fill(*v, 73);
+    auto o = std::make_unique<tensor<float, 2, 70, 40>>();
+    *o = attend::scaled_dot_product_attention(*q, *k, *v);
+    expect_bf16_attention(*o, *q, *k, *v, false);
+    *o = attend::scaled_dot_product_attention(*q, *k, *v, attend::causal_mask<70, 77>());
+    expect_bf16_attention(*o, *q, *k, *v, true);
+
+    // The destination on the right side: V (64 x 32 per head) replaced by the attention output.
+    auto sq = std::make_unique<tensor<bf16, 2, 64, 32>>();
+    auto sk = std::make_unique<tensor<bf16, 2, 64, 32>>();
+    auto sv = std::make_unique<tensor<bf16, 2, 64, 32>>();
+    ref::fill(*sq, 74);
+    ref::fill(*sk, 75);
+    ref::fill(*sv, 76);
+    const auto v0 = std::make_unique<tensor<bf16, 2, 64, 32>>(*sv);
+    const tensor<bf16, 2, 64, 32> fresh = attend::cast<bf16>(attend::scaled_dot_product_attention(*sq, *sk, *v0));
+    *sv = attend::cast<bf16>(attend::scaled_dot_product_attention(*sq, *sk, *sv));
+    const auto wide = std::make_unique<tensor<float, 2, 64, 32>>();
+    *wide = attend::scaled_dot_product_attention(*sq, *sk, *v0);
+    expect_bf16_attention(*wide, *sq, *sk, *v0, false);
+    std::size_t differ = 0, unrounded = 0;
+    for (std::size_t i = 0; i < sv->size; ++i) {
+        differ += sv->data()[i].to_bits() != fresh.data()[i].to_bits();
+        unrounded += fresh.data()[i].to_bits() != bf16(wide->data()[i]).to_bits();  // rounded once, from float
+    }
+    BOOST_TEST(differ == 0u);
+    BOOST_TEST(unrounded == 0u);
+    // Rounded through a cast into a float destination: the same plan, the same rounding.
+    using rounded = decltype(attend::cast<bf16>(attend::scaled_dot_product_attention(*sq, *sk, *v0)));
+    static_assert(attend::plan_of<rounded> == attend::plan::attention);
+    const tensor<float, 2, 64, 32> back = attend::cast<bf16>(attend::scaled_dot_product_attention(*sq, *sk, *v0));
+    std::size_t not_back = 0;
+    for (std::size_t i = 0; i < back.size; ++i) not_back += back.data()[i] != static_cast<float>(fresh.data()[i]);
+    BOOST_TEST(not_back == 0u);
+
+    const std::string how = attend::explain(attend::scaled_dot_product_attention(*q, *k, *v));
+    BOOST_TEST((how.find("vdpbf16ps") != std::string::npos) == attend::simd::has_bf16_pair_dot, how);
 }
 
 // One, two and five queries per batch index (the decode nest's stages), over 16-bit caches.

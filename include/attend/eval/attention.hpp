@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <cstddef>
 #include <limits>
 #include <tuple>
@@ -161,12 +162,22 @@ inline rows_view<F> value_rows(const Vl& v, nd_pos<R> ob, std::size_t j0, F* pac
     }
 }
 
+// acc += rows r0 .. r0+Rows of `a` times the tile buffer b (QL lanes per row) over Depth values
+// of the shared axis: float FMAs, or with bf16 operands pair dot products (Depth even; pair k of
+// row r at a.p[r * a.ld + k * a.step], b's pair rows 2 QL values apart).
+template <class Vb, std::size_t Rows, std::size_t NVq, std::size_t Depth, class E>
+__attribute__((always_inline)) inline void tile_product(rows_view<E> a, std::size_t r0, const E* b, Vb (&acc)[Rows][NVq]) noexcept {
+    constexpr std::size_t QL = NVq * simd::lanes<Vb>;
+    if constexpr (std::is_same_v<E, bf16>) pair_kernel<Vb, Rows, NVq, Depth / 2>(a.p + r0 * a.ld, a.ld, a.step, b, 2 * QL, acc);
+    else micro_kernel<Vb, Rows, NVq, Depth>(a.p + r0 * a.ld, a.ld, a.step, b, QL, Depth, acc);
+}
+
 // Stage 2, scores: S^T = K_tile Q^T, MR keys at a time, and the score tree `t` on each micro-tile
 // while it is in L1 (its loads and stores overlap the next micro-tile's FMAs). Scores go to st;
 // their maximum per query vector to mt. Position, pointer and maxima are locals: vector stores
 // may alias anything reached through a reference.
-template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MR, std::size_t D, class F, class Tree, class Pos>
-__attribute__((always_inline)) inline void score_tile(rows_view<F> k, const F* qt, const Tree& t, Pos pos, std::size_t i0, std::size_t j0, F* st,
+template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MR, std::size_t D, class E, class F, class Tree, class Pos>
+__attribute__((always_inline)) inline void score_tile(rows_view<E> k, const E* qt, const Tree& t, Pos pos, std::size_t i0, std::size_t j0, F* st,
                        Vb (&mt)[NVq]) noexcept {
     constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL, Rs = std::tuple_size_v<decltype(pos.idx)>;
     F* const tile = st;
@@ -176,7 +187,7 @@ __attribute__((always_inline)) inline void score_tile(rows_view<F> k, const F* q
         Vb acc[Rows][NVq];
         for (auto& row : acc)
             for (auto& x : row) x = Vb(F(0));
-        micro_kernel<Vb, Rows, NVq, D>(k.p + jr * k.ld, k.ld, k.step, qt, QL, D, acc);
+        tile_product<Vb, Rows, NVq, D>(k, jr, qt, acc);
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NVq; ++c) simd::store(tile + (jr + r) * QL + c * WL, acc[r][c]);
         for (std::size_t j = jr; j < jr + Rows; ++j) {
@@ -221,15 +232,16 @@ __attribute__((always_inline)) inline void online_softmax(F* const st, const Vb 
 
 // Stage 4, P V: O^T = alpha O^T + V_tile^T P^T, MRV value columns at a time (from zero when
 // O^T holds nothing yet).
-template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MRV, std::size_t DV, class F>
-__attribute__((always_inline)) inline void accumulate_pv(rows_view<F> v, const F* pt, F* ot, const Vb (&alpha)[NVq], bool fresh) noexcept {
+template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MRV, std::size_t DV, class E, class F>
+__attribute__((always_inline)) inline void accumulate_pv(rows_view<E> v, const E* pt, F* ot, const Vb (&alpha)[NVq], bool fresh) noexcept {
     constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
+    constexpr std::size_t depth = std::is_same_v<E, bf16> ? KB + KB % 2 : KB;  // pairs: a last key of zeros
     auto value_rows = [&]<std::size_t Rows>(std::size_t dv0) __attribute__((always_inline)) {
         Vb acc[Rows][NVq];
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NVq; ++c)
                 acc[r][c] = fresh ? Vb(F(0)) : simd::load<Vb>(ot + (dv0 + r) * QL + c * WL) * alpha[c];
-        micro_kernel<Vb, Rows, NVq, KB>(v.p + dv0 * v.ld, v.ld, v.step, pt, QL, KB, acc);
+        tile_product<Vb, Rows, NVq, depth>(v, dv0, pt, acc);
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NVq; ++c) simd::store(ot + (dv0 + r) * QL + c * WL, acc[r][c]);
     };
@@ -258,6 +270,71 @@ inline void finish_queries(F* ot, bool fresh, const Vb (&m)[NVq], const Vb (&l)[
         for (std::size_t c = 0; c < NVq; ++c) simd::store(lse + c * WL, m[c] / Vb(simd::log2e_x8<F>) + simd::log(l[c]));
 }
 
+// ---- bf16 operands as pairs (vdpbf16ps) ----------------------------------------------------
+// With Q, K and V all bf16 memory whose rows are contiguous, on a target with AVX-512 BF16, both
+// products run as pair dot products at twice the FMA's rate: Q K^T pairs along the head
+// dimension (exact products and float sums, as the float nest), P V pairs along the keys with P
+// rounded to bf16 (the error: docs/numerics.md). Q^T, each tile's P^T and V are stored as pairs.
+template <class Vb, class F, class Ql, class Kt, class Vl, std::size_t D>
+inline constexpr bool pair_dots = simd::has_bf16_pair_dot && std::is_same_v<F, float> && simd::lanes<Vb> == 16 && D % 2 == 0 &&
+                                  in_place<Ql, bf16, 0> && in_place<Kt, bf16, 1> && in_place<Vl, bf16, 0>;
+
+// Stage 1 for pairs: pair row p of qt holds (Q[i][2p], Q[i][2p+1]) for the QL queries i0 + i.
+template <std::size_t QL, std::size_t D, class Ql, std::size_t Rs>
+inline void pack_q_pairs(const Ql& q, nd_pos<Rs, Rs - 2> sp, std::size_t i0, bf16* qt) noexcept {
+    constexpr std::size_t ldq = Ql::layout::template strides_at<Rs>[Rs - 2];
+    sp.idx[Rs - 2] = i0;
+    sp.idx[Rs - 1] = 0;
+    const bf16* rows = q.data() + Ql::layout::offset(sp.idx);
+    for (std::size_t i = 0; i < QL; ++i)
+        for (std::size_t p = 0; p < D / 2; ++p) std::memcpy(qt + (p * QL + i) * 2, rows + i * ldq + 2 * p, 2 * sizeof(bf16));
+}
+
+// Key rows j0 .. for pairs, in place: pair p of key j at p[j * ld + 2p].
+template <class Kt, std::size_t Rs>
+inline rows_view<bf16> key_pairs(const Kt& kt, nd_pos<Rs, Rs - 2> sp, std::size_t j0) noexcept {
+    sp.idx[Rs - 2] = 0;
+    sp.idx[Rs - 1] = j0;
+    return {kt.data() + Kt::layout::offset(sp.idx), Kt::layout::template strides_at<Rs>[Rs - 1], 2};
+}
+
+// V's rows j0 .. j0+KB as pairs of keys: pair row j/2 holds (V[j][dv], V[j+1][dv]) for every dv
+// (a zero key after an odd last one); pair k of value column dv at pack[dv * 2 + k * 2 DV].
+template <std::size_t KB, std::size_t DV, class Vl, std::size_t R>
+inline rows_view<bf16> value_pairs(const Vl& v, nd_pos<R> ob, std::size_t j0, bf16* pack) noexcept {
+    constexpr std::size_t ld = Vl::layout::template strides_at<R>[R - 2];
+    ob.idx[R - 2] = j0;
+    ob.idx[R - 1] = 0;
+    const bf16* rows = v.data() + Vl::layout::offset(ob.idx);
+    for (std::size_t j = 0; j < KB; j += 2) {
+        const bf16* a = rows + j * ld;
+        bf16* out = pack + j * DV;
+        if (j + 1 == KB) {
+            for (std::size_t dv = 0; dv < DV; ++dv) out[2 * dv] = a[dv], out[2 * dv + 1] = bf16::from_bits(0);
+            break;
+        }
+        std::size_t dv = 0;
+        if constexpr (simd::has_bf16_pair_dot)
+            for (; dv + 32 <= DV; dv += 32) simd::interleave_rows(a + dv, a + ld + dv, out + 2 * dv);
+        for (; dv < DV; ++dv) out[2 * dv] = a[dv], out[2 * dv + 1] = a[ld + dv];
+    }
+    return {pack, 2, 2 * DV};
+}
+
+// P^T (st, KB x QL floats) rounded to bf16 pairs of keys: pair row j/2 at pt + j * QL.
+template <class Vb, std::size_t NVq, std::size_t KB, class F>
+__attribute__((always_inline)) inline void pack_p_pairs(const F* st, bf16* pt) noexcept {
+    constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
+    if constexpr (simd::has_bf16_pair_dot) {
+        for (std::size_t j = 0; j < KB; j += 2)
+            for (std::size_t c = 0; c < NVq; ++c) {
+                const Vb x = simd::load<Vb>(st + j * QL + c * WL);
+                const Vb y = j + 1 < KB ? simd::load<Vb>(st + (j + 1) * QL + c * WL) : Vb(F(0));
+                simd::store_pairs(pt + j * QL + 2 * c * WL, x, y);
+            }
+    }
+}
+
 // ---- the nest ------------------------------------------------------------------------------
 
 // One work item: the queries i0 .. i0+QL of batch index `batch`, over every key tile that the
@@ -269,8 +346,11 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     constexpr std::size_t R = S::rank, Rs = Ss::rank, NQ = MM::M, D = MM::K, NK = MM::N, DV = S::extents[R - 1];
     using G = attention_tiling<F, Arch, NQ, D, DV>;
     constexpr std::size_t MR = G::MR, BN = G::BN, MRV = G::MRV, WL = simd::lanes<Vb>, QL = NVq * WL;
-    constexpr bool k_packed = !(is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>);
-    constexpr bool v_packed = !(is_memory_leaf<Vl> && std::is_same_v<typename Vl::value_type, F>);
+    constexpr bool pairs = pair_dots<Vb, F, Ql, Kt, Vl, D>;
+    using E = std::conditional_t<pairs, bf16, F>;  // the type the products read
+    constexpr bool k_packed = !pairs && !(is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>);
+    constexpr bool v_packed = !pairs && !(is_memory_leaf<Vl> && std::is_same_v<typename Vl::value_type, F>);
+    constexpr std::size_t BN2 = BN + BN % 2;  // keys rounded up to whole pairs
 
     nd_pos<R> ob = batch_position<S>(batch);  // output batch index in ob.idx[0 .. R-3]
     nd_pos<Rs, Rs - 2> sp{};                  // the same at the score tree's rank (it broadcasts)
@@ -281,10 +361,13 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
 
     alignas(64) F kpack[k_packed ? BN * D : 1];
     alignas(64) F vpack[v_packed ? BN * DV : 1];
-    alignas(64) F qt[D * QL];
+    alignas(64) bf16 vpairs[pairs ? BN2 * DV : 1];
+    alignas(64) bf16 ppairs[pairs ? BN2 * QL : 1];
+    alignas(64) E qt[D * QL];
     alignas(64) F st[BN * QL];
     alignas(64) F ot[DV * QL];
-    pack_q<Vb, NVq, D>(q, sp, i0, qt);
+    if constexpr (pairs) pack_q_pairs<QL, D>(q, sp, i0, qt);
+    else pack_q<Vb, NVq, D>(q, sp, i0, qt);
     bool fresh = true;  // O^T not yet written: the first visited key tile starts it from zero
     Vb m[NVq], l[NVq];
     for (std::size_t c = 0; c < NVq; ++c) m[c] = Vb(-std::numeric_limits<F>::infinity()), l[c] = Vb(F(0));
@@ -293,9 +376,16 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     // a tile they keep entirely).
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
         Vb mt[NVq], alpha[NVq];
-        score_tile<Vb, NVq, KB, MR, D>(key_rows<KB, D>(kt, sp, j0, kpack), qt, t, sp, i0, j0, st, mt);
-        online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
-        accumulate_pv<Vb, NVq, KB, MRV, DV>(value_rows<KB, DV>(v, ob, j0, vpack), st, ot, alpha, fresh);
+        if constexpr (pairs) {
+            score_tile<Vb, NVq, KB, MR, D>(key_pairs(kt, sp, j0), qt, t, sp, i0, j0, st, mt);
+            online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
+            pack_p_pairs<Vb, NVq, KB>(st, ppairs);
+            accumulate_pv<Vb, NVq, KB, MRV, DV>(value_pairs<KB, DV>(v, ob, j0, vpairs), ppairs, ot, alpha, fresh);
+        } else {
+            score_tile<Vb, NVq, KB, MR, D>(key_rows<KB, D>(kt, sp, j0, kpack), qt, t, sp, i0, j0, st, mt);
+            online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
+            accumulate_pv<Vb, NVq, KB, MRV, DV>(value_rows<KB, DV>(v, ob, j0, vpack), st, ot, alpha, fresh);
+        }
         fresh = false;
     };
     // The score tree over a tile is built per key tile around a cursor that lives as long, so the

@@ -92,6 +92,31 @@ inline void micro_kernel(const F* a, std::size_t lda, std::size_t ka, const F* b
     }
 }
 
+// The same with bf16 operands in pairs along k (simd::dot_pairs, two products per lane): KP pairs;
+// pair k of A's row r at a[r * lda + k * ka] (two adjacent values), B's pair row k at b + k * ldb
+// (each lane's two values adjacent). Only on targets with AVX-512 BF16.
+template <class B, std::size_t MR, std::size_t NV, std::size_t KP>
+inline void pair_kernel(const bf16* a, std::size_t lda, std::size_t ka, const bf16* b, std::size_t ldb,
+                        B (&acc)[MR][NV]) noexcept {
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+    constexpr std::size_t W = simd::lanes<B>;
+    for (std::size_t k = 0; k < KP; ++k) {
+        simd::bf16_pairs bv[NV];
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) bv[v] = simd::load_pairs(b + k * ldb + v * 2 * W);
+#pragma GCC unroll 16
+        for (std::size_t r = 0; r < MR; ++r) {
+            const simd::bf16_pairs av = simd::broadcast_pair(a + r * lda + k * ka);
+#pragma GCC unroll 4
+            for (std::size_t v = 0; v < NV; ++v) acc[r][v] = simd::dot_pairs(acc[r][v], av, bv[v]);
+        }
+    }
+#else
+    static_assert(sizeof(B) == 0, "attend internal: pair_kernel needs AVX-512 BF16");
+    (void)a, (void)lda, (void)ka, (void)b, (void)ldb, (void)acc;
+#endif
+}
+
 // Whether every column block of B can be read in place (memory of the compute type, whole
 // blocks), and whether its rows are so far apart (N * sizeof(F) a multiple of 2 KiB, or 1 KiB
 // over a k block of more than 64 KiB) that they share a few L1 sets: such a panel is packed on an

@@ -112,7 +112,8 @@ std::string explain(const E& e) {
     std::string s = "shape " + detail::extents_text<S>() + ", compute type " + detail::type_name<F>() + "\n";
     constexpr plan p = detail::plan_for<L, S>();
     if constexpr (p == plan::attention) {
-        using Sc = std::remove_cvref_t<decltype(std::declval<const L&>().a.arg)>;
+        using A = std::remove_cvref_t<decltype(detail::attention_of(std::declval<const L&>()))>;  // inside a cast
+        using Sc = std::remove_cvref_t<decltype(std::declval<const A&>().a.arg)>;
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const Sc&>()))>;
         constexpr std::size_t DV = L::shape_type::extents[L::shape_type::rank - 1];
         using G = detail::attention_tiling<F, Arch, MM::M, MM::K, DV>;
@@ -132,8 +133,14 @@ std::string explain(const E& e) {
             s += "  query tiles of " + std::to_string(G::QT) + " (SIMD lanes), key tiles of " + std::to_string(G::BN) +
                  "; S^T = K Q^T by a " + std::to_string(G::MR) + " x " + std::to_string(G::QT) + " register tile, O^T += V^T P^T by " +
                  std::to_string(G::MRV) + " x " + std::to_string(G::QT) + "\n";
+        if constexpr (MM::M > DT::max_queries &&
+                      detail::pair_dots<typename G::B, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
+                                        std::remove_cvref_t<decltype(A::b)>, MM::K>)
+            s += "  bf16 Q, K and V: both products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16)\n";
         s += "  Q: " + detail::describe<decltype(MM::a)>() + "\n  K^T: " + detail::describe<decltype(MM::b)>() + "\n  V: " +
-             detail::describe<decltype(L::b)>() + "\n";
+             detail::describe<decltype(A::b)>() + "\n";
+        if constexpr (!std::is_same_v<A, L>)
+            s += std::string("  the output computed in float, rounded once to ") + detail::type_name<typename L::cast_to>() + "\n";
         s += "  score tree per tile: " + detail::describe<Sc>() + "\n";
         if constexpr (detail::has_index_where<Sc>())
             s += "  index masks: key tiles they rule out are skipped; tiles they keep entirely run without the mask: " +

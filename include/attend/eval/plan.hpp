@@ -25,11 +25,24 @@ enum class plan {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
 
+// cast<bf16 or f16>(attention) into its own shape: the attention plan, its float result rounded
+// once as it lands (run_plan), the nest's node reached through attention_of.
+template <class E, class S>
+inline constexpr bool rounded_attention = [] {
+    if constexpr (is_kind<E, kind::cast>) return is_half<typename E::cast_to> && attention_plan<std::remove_cvref_t<decltype(E::arg)>, S>;
+    else return false;
+}();
+template <class E>
+constexpr const auto& attention_of(const E& e) noexcept {
+    if constexpr (is_kind<E, kind::cast>) return e.arg;
+    else return e;
+}
+
 // The plan for tree E assigned to shape S (decided from the types alone).
 template <class E, class S>
 constexpr plan plan_for() {
     constexpr bool own_shape = std::is_same_v<typename E::shape_type, S>;
-    if constexpr (attention_plan<E, S>) return plan::attention;
+    if constexpr (attention_plan<E, S> || rounded_attention<E, S>) return plan::attention;
     else if constexpr (contraction_plan<E, S>)
         return matvec_applies<std::remove_cvref_t<decltype(find_matmul(std::declval<const E&>()))>> ? plan::matvec : plan::contraction;
     else if constexpr (is_elementwise<E>) return plan::elementwise;
@@ -52,7 +65,14 @@ void narrow_copy(const float* in, T* out) noexcept {
 template <class Arch, class S, class T, class E>
 void run_plan(T* out, const E& e) {
     constexpr plan p = plan_for<E, S>();
-    if constexpr (is_half<T> && p != plan::elementwise && p != plan::materialising) {
+    if constexpr (rounded_attention<E, S>) {
+        using H = typename E::cast_to;
+        temp_buffer<float, S::size> wide;
+        evaluate_attention<Arch, S>(wide.data(), e.arg);
+        if constexpr (std::is_same_v<T, H>) narrow_copy<Arch, S::size>(wide.data(), out);
+        else
+            for (std::size_t i = 0; i < S::size; ++i) out[i] = static_cast<T>(static_cast<float>(H(wide.data()[i])));
+    } else if constexpr (is_half<T> && p != plan::elementwise && p != plan::materialising) {
         // The nests write float (and some read back what they wrote): a 16-bit destination gets
         // their result rounded once, from a float temporary.
         temp_buffer<float, S::size> wide;
