@@ -679,6 +679,36 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
     check_decode_16<bf16, f16, bf16, 2, 2, 500, 64>(104);
     // Five queries (the whole-row stages, a group of two twice and one), 16-bit rows read in place.
     check_decode_16<float, bf16, f16, 2, 5, 1000, 128>(107);
+    // A bf16 V with 3+ queries (the whole-row stages: query groups of two, a last group of one;
+    // value widths of 2, 4 and 8 vectors), held to the float bound: P stays float in decode.
+    check_decode_16<float, bf16, bf16, 2, 4, 1000, 128>(110);
+    check_decode_16<float, f16, bf16, 3, 3, 700, 64>(113);
+    check_decode_16<bf16, bf16, bf16, 2, 5, 300, 32>(116);
+}
+
+// Decode into the first rows of its own bf16 V (read in place while the result lands there): as
+// if the right side came first, and the rows past them untouched.
+BOOST_AUTO_TEST_CASE(decode_into_its_bf16_cache) {
+    constexpr std::size_t HKV = 2, G = 4, NMAX = 300, D = 128;
+    auto q = std::make_unique<tensor<float, HKV, G, D>>();
+    auto k = std::make_unique<tensor<bf16, HKV, NMAX, D>>(), v = std::make_unique<tensor<bf16, HKV, NMAX, D>>();
+    ref::fill(*q, 120);
+    ref::fill(*k, 121);
+    ref::fill(*v, 122);
+    const auto v0 = std::make_unique<tensor<bf16, HKV, NMAX, D>>(*v);
+    const auto cache_len = attend::iota<2, HKV, G, NMAX>() >= 291;
+    const tensor<bf16, HKV, G, D> want = attend::cast<bf16>(attend::scaled_dot_product_attention(*q, *k, *v0, cache_len));
+    attend::slice<1, G>(*v, 0) = attend::cast<bf16>(attend::scaled_dot_product_attention(*q, *k, *v, cache_len));
+    std::size_t differ = 0, touched = 0;
+    for (std::size_t h = 0; h < HKV; ++h)
+        for (std::size_t j = 0; j < NMAX; ++j)
+            for (std::size_t d = 0; d < D; ++d) {
+                const auto got = (*v)(h, j, d).to_bits();
+                if (j < G) differ += got != want(h, j, d).to_bits();
+                else touched += got != (*v0)(h, j, d).to_bits();
+            }
+    BOOST_TEST(differ == 0u);
+    BOOST_TEST(touched == 0u);
 }
 
 // An index mask that rounds through bf16: the interval analysis that skips key tiles or drops the
