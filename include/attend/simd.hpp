@@ -548,6 +548,16 @@ inline B lane_broadcast(const B& x, std::size_t j) noexcept {
     return B(t[j]);
 }
 
+// With clang, memory reads and writes stay on their side of this point (a compiler barrier, no
+// instruction): it keeps the rows of a block read one after another where clang's scheduler
+// interleaves them to save registers, which halves a DRAM stream on Zen 5. g++ keeps the order
+// by itself, and there the barrier cost 8 % in decode (docs/design.md, "Decode streams").
+inline void keep_memory_order() noexcept {
+#if defined(__clang__)
+    asm volatile("" ::: "memory");
+#endif
+}
+
 // s[i] lane j = sum over d < D of q[i * D + d] * k[j * ldk + d], for the lanes j of one bundle:
 // dot products of NQ queries with W adjacent rows, summed across lanes by the transposing tree,
 // so the scores arrive in one register (not in W scalar stores read back as a vector, which
@@ -578,6 +588,7 @@ inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ]) noexc
                     if constexpr (q_regs) acc[i][r] = simd::fma(qr[i][d / W], kv, acc[i][r]);
                     else acc[i][r] = simd::fma(B::load_unaligned(q + i * D + d), kv, acc[i][r]);
                 }
+                if (d + W == DW) keep_memory_order();  // row g + r read whole before the next
             }
         for (std::size_t i = 0; i < NQ; ++i) {
             if constexpr (tree) {

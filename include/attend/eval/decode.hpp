@@ -195,6 +195,7 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
                 const B pj(pt[(i0 + r) * BN + j]);
                 for (std::size_t c = 0; c < NV; ++c) acc[r][c] = simd::fma(pj, vv[c], acc[r][c]);
             }
+            simd::keep_memory_order();  // V row by row (clang interleaved them)
         }
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NV; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c * W);
@@ -292,6 +293,7 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
                 const B pj = simd::lane_broadcast(p[i], j);
                 for (std::size_t c = 0; c < NV; ++c) o[i][c] = simd::fma(pj, vv[c], o[i][c]);
             }
+            simd::keep_memory_order();  // V row by row (clang interleaved them)
         }
     }
     for (std::size_t i = 0; i < NQ; ++i) {
