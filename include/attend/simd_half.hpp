@@ -258,6 +258,21 @@ inline void interleave_rows(const bf16* a, const bf16* b, bf16* p) noexcept {
 }
 #else
 inline constexpr bool has_bf16_pair_dot = false;
+// Portable forms of the two pair stores (kernels take pairs only with AVX-512 BF16).
+inline void interleave_rows(const bf16* a, const bf16* b, bf16* p) noexcept {
+    for (std::size_t i = 0; i < 32; ++i) p[2 * i] = a[i], p[2 * i + 1] = b[i];
+}
+template <class B>
+inline void store_pairs(bf16* p, const B& x, const B& y) noexcept {
+    if constexpr (xsimd::is_batch<B>::value) {
+        alignas(64) float tx[B::size], ty[B::size];
+        x.store_aligned(tx);
+        y.store_aligned(ty);
+        for (std::size_t i = 0; i < B::size; ++i) p[2 * i] = bf16(tx[i]), p[2 * i + 1] = bf16(ty[i]);
+    } else {
+        p[0] = bf16(x), p[1] = bf16(y);
+    }
+}
 #endif
 
 }  // namespace simd
