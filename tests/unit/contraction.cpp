@@ -90,6 +90,11 @@ void check_matvec() {
     constexpr std::size_t rows_k = attend::detail::matvec_tiling<float, attend::simd::default_arch, M, N>::max_rows_k;
     constexpr attend::plan expected_kn = M <= rows_k ? attend::plan::matvec : attend::plan::contraction;
     static_assert(attend::plan_of<decltype(attend::matmul(*x, *w))> == expected_kn);
+    if constexpr (expected_kn == attend::plan::matvec) {  // 8 weight rows per step from 16 MiB with one row of x, else 4
+        constexpr std::size_t U = M == 1 && K * N * sizeof(float) >= (std::size_t{16} << 20) ? 8 : 4;
+        const std::string how = attend::explain(attend::matmul(*x, *w));
+        BOOST_TEST(how.find(std::to_string(U) + " rows of (K, N) at a time") != std::string::npos, how);
+    }
     static_assert(attend::plan_of<decltype(attend::matmul(*x, attend::transpose(*wt)) + bias)> == expected);
     const double tol = 1e-5 * std::sqrt(double(K));
     // The double references once (large weights): x W, x W^T and x2 W for x2 = x * 2 - 0.5 in float.
@@ -131,6 +136,7 @@ BOOST_AUTO_TEST_CASE(matvec_every_row_count_both_layouts) {
     check_matvec<1, 21, 4100>();  // two panels of whole rows, the second four columns wide
     check_matvec<3, 65, 4100>();  // panels of 1360 columns
     check_matvec<2, 1031, 19>();  // long dot products with a K tail
+    check_matvec<1, 2051, 2049>();  // a weight beyond 16 MiB: W (K, N) 8 rows per step, a K tail of 3
 }
 
 BOOST_AUTO_TEST_CASE(matvec_batched_weights_and_rows) {

@@ -478,6 +478,7 @@ BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
     check_matvec_16<bf16, 1, 301, 77>();
     check_matvec_16<f16, 1, 288, 768>();
     check_matvec_16<bf16, 3, 1024, 1031>();  // M x 256 KiB of weight and more: the plan beyond two rows
+    check_matvec_16<bf16, 1, 2903, 2901>();  // beyond 16 MiB: W (K, N) 8 rows per step, a K tail of 7
 }
 
 // The matvec plan over 16-bit weights writing the row it reads (a residual stream updated in

@@ -179,7 +179,8 @@ std::string explain(const E& e) {
              " per batch index, the weight streamed once, panels of " + std::to_string(G::NP) + " columns\n";
         s += std::string("  x (") + (detail::in_place<A, F, 0> ? "read in place" : "materialised first") + "): " + detail::describe<A>() + "\n";
         s += std::string("  weight (read in place, ") +
-             (by_rows ? std::to_string(G::U) + " rows of (K, N) at a time added into the panel's sums"
+             (by_rows ? std::to_string(G::rows_per_step(MM::K * MM::N * sizeof(typename decltype(MM::b)::value_type))) +
+                            " rows of (K, N) at a time added into the panel's sums"
                       : std::to_string(G::RN) + " rows of (N, K) at a time as dot products, " + std::to_string(G::MB) + " row(s) of x per register tile") +
              "): " + detail::describe<decltype(MM::b)>() + "\n";
         if constexpr (!is_kind<L, kind::matmul>) s += "  epilogue per finished panel: " + detail::describe<L>() + "\n";

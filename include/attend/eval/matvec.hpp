@@ -57,8 +57,11 @@ struct matvec_tiling {
     // reads (K, N) as one forward stream, measured 20 % faster than half rows; panels are only
     // narrowed at run time to give each thread work.
     static constexpr std::size_t NP = std::min((N + W - 1) / W * W, std::max(W, 4096 / M / W * W));
-    // rows_k: weight rows per step (one load and store of the sums per U FMAs).
-    static constexpr std::size_t U = 4;
+    // rows_k: weight rows per step (one load and store of the sums per U FMAs) for a weight of
+    // `bytes`: 8 for one row of x against a weight beyond 16 MiB, which streams from DRAM (Zen 5,
+    // 4096^2: float 1.43 -> 1.35 ms, bf16 0.99 -> 0.77), else 4 (a weight in cache read 10-20 %
+    // slower with 8, and 4 rows of x with 8 weight rows were 33 % slower).
+    static constexpr std::size_t rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
     // rows_n: x rows and weight rows per register tile, MB x RN accumulators plus RN weight
     // vectors and one x vector within the register file.
     static constexpr std::size_t MB = std::min(M, regs >= 32 ? std::size_t{8} : std::size_t{4});
@@ -217,7 +220,8 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         alignas(64) F y[M * NP];
         const F* x = matrix_at(mm.a, p, 0, 0).first;
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
-        if constexpr (wl == weight_layout::rows_k) axpy_panel<B, M, K, G::U>(x, ldx, w, ldw, ncols, y, NP);
+        if constexpr (wl == weight_layout::rows_k)
+            axpy_panel<B, M, K, G::rows_per_step(K * N * sizeof(typename Bop::value_type))>(x, ldx, w, ldw, ncols, y, NP);
         else dot_panel<B, M, G::MB, G::RN, K>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
