@@ -551,7 +551,7 @@ inline B lane_broadcast(const B& x, std::size_t j) noexcept {
 // With clang, memory reads and writes stay on their side of this point (a compiler barrier, no
 // instruction): it keeps the rows of a block read one after another where clang's scheduler
 // interleaves them to save registers, which halves a DRAM stream on Zen 5. g++ keeps the order
-// by itself, and there the barrier cost 8 % in decode (docs/design.md, "Decode streams").
+// by itself, and there the barrier cost 10–14 % in decode (docs/design.md, "Decode streams").
 inline void keep_memory_order() noexcept {
 #if defined(__clang__)
     asm volatile("" ::: "memory");

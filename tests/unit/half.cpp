@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "reference.hpp"
@@ -509,44 +510,32 @@ BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_into_its_input) {
 }
 
 namespace {
-// softmax(Q K^T / sqrt(D) [causal]) V in double over the rounded inputs.
+// softmax(Q K^T / sqrt(D) [causal]) V in double over the rounded inputs, and the same with |V|:
+// the scale of the error that rounding P to bf16 may add (at most 2^-8 of each term), the bound
+// the vdpbf16ps nest is held to.
+template <class Q, class K, class V>
+std::pair<double, double> attention_and_abs_at(const Q& q, const K& k, const V& v, std::size_t b, std::size_t i, std::size_t c,
+                                               bool causal) {
+    constexpr std::size_t NK = K::shape_type::extents[1], D = K::shape_type::extents[2];
+    std::vector<double> s(NK);
+    double mx = -INFINITY, z = 0, o = 0, oa = 0;
+    for (std::size_t j = 0; j < NK; ++j) {
+        double acc = 0;
+        for (std::size_t d = 0; d < D; ++d) acc += ref::at(q, {b, i, d}) * ref::at(k, {b, j, d});
+        s[j] = (causal && j > i) ? -INFINITY : acc / std::sqrt(double(D));
+        mx = std::max(mx, s[j]);
+    }
+    for (std::size_t j = 0; j < NK; ++j) {
+        const double p = std::exp(s[j] - mx), vj = ref::at(v, {b, j, c});
+        z += p;
+        o += p * vj;
+        oa += p * std::abs(vj);
+    }
+    return {o / z, oa / z};
+}
 template <class Q, class K, class V>
 double attention_at(const Q& q, const K& k, const V& v, std::size_t b, std::size_t i, std::size_t c, bool causal) {
-    constexpr std::size_t NK = K::shape_type::extents[1], D = K::shape_type::extents[2];
-    std::vector<double> s(NK);
-    double mx = -INFINITY, z = 0, o = 0;
-    for (std::size_t j = 0; j < NK; ++j) {
-        double acc = 0;
-        for (std::size_t d = 0; d < D; ++d) acc += ref::at(q, {b, i, d}) * ref::at(k, {b, j, d});
-        s[j] = (causal && j > i) ? -INFINITY : acc / std::sqrt(double(D));
-        mx = std::max(mx, s[j]);
-    }
-    for (std::size_t j = 0; j < NK; ++j) {
-        const double p = std::exp(s[j] - mx);
-        z += p;
-        o += p * ref::at(v, {b, j, c});
-    }
-    return o / z;
-}
-
-// The same with |V|: the scale of the error that rounding P to bf16 may add (at most 2^-8 of
-// each term), the bound the vdpbf16ps nest is held to.
-template <class Q, class K, class V>
-double attention_abs_at(const Q& q, const K& k, const V& v, std::size_t b, std::size_t i, std::size_t c, bool causal) {
-    constexpr std::size_t NK = K::shape_type::extents[1], D = K::shape_type::extents[2];
-    std::vector<double> s(NK);
-    double mx = -INFINITY, z = 0, o = 0;
-    for (std::size_t j = 0; j < NK; ++j) {
-        double acc = 0;
-        for (std::size_t d = 0; d < D; ++d) acc += ref::at(q, {b, i, d}) * ref::at(k, {b, j, d});
-        s[j] = (causal && j > i) ? -INFINITY : acc / std::sqrt(double(D));
-        mx = std::max(mx, s[j]);
-    }
-    for (std::size_t j = 0; j < NK; ++j) {
-        z += std::exp(s[j] - mx);
-        o += std::exp(s[j] - mx) * std::abs(ref::at(v, {b, j, c}));
-    }
-    return o / z;
+    return attention_and_abs_at(q, k, v, b, i, c, causal).first;
 }
 
 // Attention over bf16 Q, K, V, which may run on pair dot products (P rounded to bf16): every
@@ -556,8 +545,8 @@ template <class O, class Q, class K, class V>
 void expect_bf16_attention(const O& o, const Q& q, const K& k, const V& v, bool causal) {
     std::size_t bad = 0;
     ref::for_each_index(ref::extents_of<O>(), [&](const ref::index& i, std::size_t flat) {
-        const double want = attention_at(q, k, v, i[0], i[1], i[2], causal);
-        const double bound = 0x1.02p-8 * attention_abs_at(q, k, v, i[0], i[1], i[2], causal) + 2e-5 * (1 + std::abs(want));
+        const auto [want, scale] = attention_and_abs_at(q, k, v, i[0], i[1], i[2], causal);
+        const double bound = 0x1.02p-8 * scale + 2e-5 * (1 + std::abs(want));
         const double got = static_cast<double>(o.data()[flat]);
         if (!(std::abs(got - want) <= bound) && bad++ < 5)
             BOOST_ERROR("at (" << i[0] << "," << i[1] << "," << i[2] << "): got " << got << ", want " << want << " within " << bound);

@@ -314,8 +314,7 @@ inline rows_view<bf16> value_pairs(const Vl& v, nd_pos<R> ob, std::size_t j0, bf
             break;
         }
         std::size_t dv = 0;
-        if constexpr (simd::has_bf16_pair_dot)
-            for (; dv + 32 <= DV; dv += 32) simd::interleave_rows(a + dv, a + ld + dv, out + 2 * dv);
+        for (; dv + 32 <= DV; dv += 32) simd::interleave_rows(a + dv, a + ld + dv, out + 2 * dv);
         for (; dv < DV; ++dv) out[2 * dv] = a[dv], out[2 * dv + 1] = a[ld + dv];
     }
     return {pack, 2, 2 * DV};
@@ -325,14 +324,12 @@ inline rows_view<bf16> value_pairs(const Vl& v, nd_pos<R> ob, std::size_t j0, bf
 template <class Vb, std::size_t NVq, std::size_t KB, class F>
 __attribute__((always_inline)) inline void pack_p_pairs(const F* st, bf16* pt) noexcept {
     constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
-    if constexpr (simd::has_bf16_pair_dot) {
-        for (std::size_t j = 0; j < KB; j += 2)
-            for (std::size_t c = 0; c < NVq; ++c) {
-                const Vb x = simd::load<Vb>(st + j * QL + c * WL);
-                const Vb y = j + 1 < KB ? simd::load<Vb>(st + (j + 1) * QL + c * WL) : Vb(F(0));
-                simd::store_pairs(pt + j * QL + 2 * c * WL, x, y);
-            }
-    }
+    for (std::size_t j = 0; j < KB; j += 2)
+        for (std::size_t c = 0; c < NVq; ++c) {
+            const Vb x = simd::load<Vb>(st + j * QL + c * WL);
+            const Vb y = j + 1 < KB ? simd::load<Vb>(st + (j + 1) * QL + c * WL) : Vb(F(0));
+            simd::store_pairs(pt + j * QL + 2 * c * WL, x, y);
+        }
 }
 
 // ---- the nest ------------------------------------------------------------------------------
