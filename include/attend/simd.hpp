@@ -561,9 +561,14 @@ inline void keep_memory_order() noexcept {
 // s[i] lane j = sum over d < D of q[i * D + d] * k[j * ldk + d], for the lanes j of one bundle:
 // dot products of NQ queries with W adjacent rows, summed across lanes by the transposing tree,
 // so the scores arrive in one register (not in W scalar stores read back as a vector, which
-// cannot be forwarded from the store queue).
-template <std::size_t NQ, std::size_t D, class B, class F, class T>
-inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ]) noexcept {
+// cannot be forwarded from the store queue). `after_row(r)` runs after row r is read (work to
+// spread along the rows, such as requests for memory needed next).
+struct no_row_work {
+    void operator()(std::size_t) const noexcept {}
+};
+template <std::size_t NQ, std::size_t D, class B, class F, class T, class After = no_row_work>
+__attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ],
+                                                     After&& after_row = {}) noexcept {
     // G keys at a time, each key's row read whole before the next (Zen 5 streamed K at half the
     // speed when a tile's rows were read interleaved): NQ x G accumulators, a key vector, and the
     // queries in registers when they fit.
@@ -581,15 +586,17 @@ inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ]) noexc
         B acc[NQ][G];
         for (auto& row : acc)
             for (auto& a : row) a = B(F(0));
-        for (std::size_t r = 0; r < G; ++r)
+        for (std::size_t r = 0; r < G; ++r) {
             for (std::size_t d = 0; d < DW; d += W) {
                 const B kv = load<B>(k + (g + r) * ldk + d);  // T: F, or 16-bit widened
                 for (std::size_t i = 0; i < NQ; ++i) {
                     if constexpr (q_regs) acc[i][r] = simd::fma(qr[i][d / W], kv, acc[i][r]);
                     else acc[i][r] = simd::fma(B::load_unaligned(q + i * D + d), kv, acc[i][r]);
                 }
-                if (d + W == DW) keep_memory_order();  // row g + r read whole before the next
             }
+            keep_memory_order();  // row g + r read whole before the next
+            after_row(g + r);
+        }
         for (std::size_t i = 0; i < NQ; ++i) {
             if constexpr (tree) {
                 decltype(acc[i][0].data) r[G];
