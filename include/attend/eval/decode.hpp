@@ -393,14 +393,14 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             return decode_stream<B, NQ, KB, BN, D, DV, G::RK>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s);
         }
         if constexpr (blocks)
-            with_rows_ahead<false, F>(v, ob, j0, ahead, [&](auto v_rows) { decode_scores<B, NQ, KB, BN, D, DV>(qbuf, k, ldk, st, v_rows); });
+            with_rows_ahead<false, F>(v, ob, j0, ahead, [&, k = k, ldk = ldk](auto v_rows) { decode_scores<B, NQ, KB, BN, D, DV>(qbuf, k, ldk, st, v_rows); });
         else dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
         const auto [vr, ldv] = rows.template operator()<false, DV, v_blocks && streamed<Vl, F, 0>>(v, ob, vpack);
         if constexpr (v_blocks)
             with_rows_ahead<true, F>(kt, sp, j0 + KB, ahead && j0 + KB + BN <= NK,
-                                     [&](auto k_rows) { decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, k_rows); });
+                                     [&, vr = vr, ldv = ldv](auto k_rows) { decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, k_rows); });
         else decode_pv<B, NQ, KB, BN, DV, G::MQ, G::NVd>(st, vr, ldv, alpha, s.o);
     };
     auto key_tile = [&]<std::size_t KB>(std::size_t j0) {

@@ -41,7 +41,7 @@ inline std::size_t l3_bytes() noexcept {
         const unsigned leaves[] = {4u, 0x8000001Du};
         for (const unsigned leaf : leaves) {
             unsigned a = 0, b = 0, c = 0, d = 0;
-            if (__get_cpuid_max(leaf & 0x80000000u, nullptr) < leaf) continue;
+            if (static_cast<unsigned>(__get_cpuid_max(leaf & 0x80000000u, nullptr)) < leaf) continue;
             for (unsigned sub = 0; sub < 8; ++sub) {
                 __cpuid_count(leaf, sub, a, b, c, d);
                 const unsigned type = a & 31, level = (a >> 5) & 7;
