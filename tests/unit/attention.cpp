@@ -256,6 +256,31 @@ BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
 }
 
 // GQA in the layout of a model: Q (HKV, G, 1, D) against K, V (HKV, 1, NMAX, D), with a bias.
+// A cache of 64 MiB, at least the L3's size on the machines measured: the whole-row stages then
+// request their next rows (V during the scores, the next tile's K during P V) as they compute.
+BOOST_AUTO_TEST_CASE(decode_cache_beyond_l3) {
+    constexpr std::size_t HKV = 8, G = 4, NMAX = 8192, D = 128;
+    using TQ = tensor<float, HKV, G, D>;
+    using TK = tensor<float, HKV, NMAX, D>;
+    auto q = std::make_unique<TQ>(), out = std::make_unique<TQ>();
+    auto k = std::make_unique<TK>(), v = std::make_unique<TK>();
+    ref::fill(*q, 64);
+    ref::fill(*k, 65);
+    ref::fill(*v, 66);
+    BOOST_TEST_MESSAGE("cache " << 2 * sizeof(TK) << " bytes, L3 " << attend::detail::l3_bytes() << " bytes");
+    auto Q = [&](std::size_t b, std::size_t i, std::size_t d) { return double((*q)(b, i, d)); };
+    auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
+    auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
+    const double scale = 1 / std::sqrt(double(D));
+    for (int len : {4097, 8191}) {  // the last live tile partly masked; the next tile past the capacity
+        auto s = attend::matmul(*q, attend::transpose(*k)) * float(scale);
+        *out = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= len, -INFINITY)), *v);
+        expect_close(*out, reference(HKV, G, NMAX, D, D, Q, K, V, [&](auto, auto, auto j, double x) {
+            return long(j) >= len ? ninf : x * scale;
+        }), 2e-5);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(decode_grouped_query_broadcast_and_bias) {
     constexpr std::size_t HKV = 3, G = 4, NMAX = 300, D = 16;
     tensor<float, HKV, G, 1, D> q;

@@ -213,7 +213,7 @@ inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead 
             auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
                 constexpr std::size_t rows = std::min(QG, NQ - G * QG);
                 auto request = [&](std::size_t r) __attribute__((always_inline)) {
-                    if (G + 1 == groups) v_rows.template request<DV>(jb + r);
+                    if constexpr (G + 1 == groups) v_rows.template request<DV>(jb + r);
                 };
                 simd::dot_block<rows, D>(q + G * QG * D, k + jb * ldk, ldk, *reinterpret_cast<B(*)[rows]>(sc + G * QG), request);
             };
@@ -478,8 +478,8 @@ void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* ou
     const std::size_t chunks = std::clamp<std::size_t>((workers + batches - 1) / batches, 1, std::max<std::size_t>(most, 1));
     const std::size_t tiles = (NK + BN - 1) / BN, span = (tiles + chunks - 1) / chunks * BN;
     auto state = [](F* mem) { return State{mem, mem + NQ * DV, mem + NQ * DV + NQ}; };
-    // A cache larger than L3 streams from DRAM: then the tile stages request their next rows
-    // (8 x 4 heads over 8000 keys: 2.04 -> 1.80 ms; in L3 the requests cost 10 %)
+    // A cache of at least the L3's size streams from DRAM: then the tile stages request their
+    // next rows (in L3 the requests only cost; docs/performance.md, "evening")
     constexpr std::size_t cache_bytes = batches * NK * (D * element_bytes<Kt, F> + DV * element_bytes<Vl, F>);
     const bool ahead = cache_bytes >= l3_bytes();
     if (chunks == 1) {

@@ -13,19 +13,40 @@
 
 namespace attend::detail {
 
-// Ways of the L1 data cache from CPUID (Intel's leaf 4, else AMD's leaf 0x80000005), 0 if unknown.
-inline unsigned l1d_ways() noexcept {
-    static const unsigned ways = [] {
+// One cache as CPUID's cache-parameter leaves describe it (Intel's 4, AMD's 0x8000001D, same
+// format): the first entry of `level` that holds data (type 1 data, 3 unified). Zeros if none.
+struct cache_geometry {
+    unsigned ways = 0;
+    std::size_t bytes = 0;
+};
+inline cache_geometry cache_at_level(unsigned level) noexcept {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        if (__get_cpuid_max(0, nullptr) >= 4) {
-            for (unsigned sub = 0; sub < 8; ++sub) {
-                __cpuid_count(4, sub, a, b, c, d);
-                const unsigned type = a & 31, level = (a >> 5) & 7;
-                if (type == 0) break;
-                if (type == 1 && level == 1) return (b >> 22) + 1;  // data cache, level 1
+    const unsigned leaves[] = {4u, 0x8000001Du};
+    for (const unsigned leaf : leaves) {
+        if (static_cast<unsigned>(__get_cpuid_max(leaf & 0x80000000u, nullptr)) < leaf) continue;
+        for (unsigned sub = 0; sub < 8; ++sub) {
+            unsigned a = 0, b = 0, c = 0, d = 0;
+            __cpuid_count(leaf, sub, a, b, c, d);
+            const unsigned type = a & 31;
+            if (type == 0) break;
+            if ((type == 1 || type == 3) && ((a >> 5) & 7) == level) {
+                const unsigned ways = (b >> 22) + 1;  // x partitions x line size x sets
+                return {ways, std::size_t{ways} * (((b >> 12) & 0x3ff) + 1) * ((b & 0xfff) + 1) * (std::size_t{c} + 1)};
             }
         }
+    }
+#else
+    (void)level;
+#endif
+    return {};
+}
+
+// Ways of the L1 data cache (else AMD's leaf 0x80000005), 0 if unknown.
+inline unsigned l1d_ways() noexcept {
+    static const unsigned ways = [] {
+        if (const unsigned w = cache_at_level(1).ways; w != 0) return w;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+        unsigned a = 0, b = 0, c = 0, d = 0;
         if (__get_cpuid(0x80000005, &a, &b, &c, &d)) return (c >> 16) & 0xffu;
 #endif
         return 0u;
@@ -33,25 +54,12 @@ inline unsigned l1d_ways() noexcept {
     return ways;
 }
 
-// Bytes of the L3 cache one core reaches, from CPUID's cache-parameter leaf (Intel's 4, AMD's
-// 0x8000001D: one CCD's L3, where 0x80000006 gives the whole socket's), or 32 MiB if unknown.
+// Bytes of the L3 cache one core reaches (AMD's 0x80000006 gives the whole socket's: 384 MiB on
+// a 32 MiB CCD here), or 32 MiB if unknown.
 inline std::size_t l3_bytes() noexcept {
     static const std::size_t bytes = [] {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-        const unsigned leaves[] = {4u, 0x8000001Du};
-        for (const unsigned leaf : leaves) {
-            unsigned a = 0, b = 0, c = 0, d = 0;
-            if (static_cast<unsigned>(__get_cpuid_max(leaf & 0x80000000u, nullptr)) < leaf) continue;
-            for (unsigned sub = 0; sub < 8; ++sub) {
-                __cpuid_count(leaf, sub, a, b, c, d);
-                const unsigned type = a & 31, level = (a >> 5) & 7;
-                if (type == 0) break;
-                if (level == 3)  // ways x partitions x line size x sets
-                    return std::size_t{(b >> 22) + 1} * (((b >> 12) & 0x3ff) + 1) * ((b & 0xfff) + 1) * (std::size_t{c} + 1);
-            }
-        }
-#endif
-        return std::size_t{32} << 20;
+        const std::size_t b = cache_at_level(3).bytes;
+        return b != 0 ? b : std::size_t{32} << 20;
     }();
     return bytes;
 }
