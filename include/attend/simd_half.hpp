@@ -9,6 +9,7 @@
 // directly. Every path gives the bits half.hpp's scalar conversions give.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -213,6 +214,34 @@ inline B round_to(const B& v) noexcept {
     } else {
         return static_cast<B>(static_cast<float>(H(v)));
     }
+}
+
+// 2 x lanes bf16 values at p as float lanes: even = p[0], p[2], ...; odd = p[1], p[3], ... (a
+// shift and a mask of 32-bit lanes: no shuffle). Dot products along p's axis take them against
+// x split the same way (split_even_odd). OneLoad: the bytes are loaded once into a register
+// (left alone, the compilers fold the load into both the shift and the mask, two loads of the
+// same bytes: faster where registers are short, slower where loads bound the loop).
+template <bool OneLoad = false, class B>
+inline void widen_even_odd(const bf16* p, B& even, B& odd) noexcept {
+    using I = xsimd::batch<std::uint32_t, typename B::arch_type>;
+    I v = I::load_unaligned(reinterpret_cast<const std::uint32_t*>(p));
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
+    if constexpr (OneLoad) {
+        auto r = static_cast<typename I::register_type>(v);
+#if defined(__x86_64__)
+        asm("" : "+v"(r));
+#else
+        asm("" : "+w"(r));
+#endif
+        v = I(r);
+    }
+#endif
+    even = xsimd::bitwise_cast<B>(v << 16);
+    odd = xsimd::bitwise_cast<B>(v & I(0xFFFF0000u));
+}
+// x[0..2n) into even = x[0], x[2], ... and odd = x[1], x[3], ... (n each).
+inline void split_even_odd(const float* x, std::size_t n, float* even, float* odd) noexcept {
+    for (std::size_t i = 0; i < n; ++i) even[i] = x[2 * i], odd[i] = x[2 * i + 1];
 }
 
 // ---- bf16 pair dot products (AVX-512 BF16) ---------------------------------------------------

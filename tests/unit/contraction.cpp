@@ -90,10 +90,16 @@ void check_matvec() {
     constexpr std::size_t rows_k = attend::detail::matvec_tiling<float, attend::simd::default_arch, M, N>::max_rows_k;
     constexpr attend::plan expected_kn = M <= rows_k ? attend::plan::matvec : attend::plan::contraction;
     static_assert(attend::plan_of<decltype(attend::matmul(*x, *w))> == expected_kn);
-    if constexpr (expected_kn == attend::plan::matvec) {  // 8 weight rows per step from 16 MiB with one row of x, else 4
-        constexpr std::size_t U = M == 1 && K * N * sizeof(float) >= (std::size_t{16} << 20) ? 8 : 4;
+    if constexpr (expected_kn == attend::plan::matvec) {
+        // Up to 1 MiB with one or two rows of x and 32 registers: column sums in registers; else 8
+        // weight rows per step from 16 MiB with one row of x, else 4.
+        using G = attend::detail::matvec_tiling<float, attend::simd::default_arch, M, N>;
+        constexpr std::size_t bytes = K * N * sizeof(float), U = M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4;
+        constexpr bool in_registers = M <= 2 && G::regs >= 32 && bytes <= (std::size_t{1} << 20);
+        const std::string want = in_registers ? "sums of " + std::to_string(16 / M) + " vectors of columns in registers"
+                                              : std::to_string(U) + " rows of (K, N) at a time";
         const std::string how = attend::explain(attend::matmul(*x, *w));
-        BOOST_TEST(how.find(std::to_string(U) + " rows of (K, N) at a time") != std::string::npos, how);
+        BOOST_TEST(how.find(want) != std::string::npos, how);
     }
     static_assert(attend::plan_of<decltype(attend::matmul(*x, attend::transpose(*wt)) + bias)> == expected);
     const double tol = 1e-5 * std::sqrt(double(K));

@@ -482,6 +482,55 @@ BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
     check_matvec_16<bf16, 1, 2903, 2901>();  // beyond 16 MiB: W (K, N) 8 rows per step, a K tail of 7
 }
 
+// bf16 weight rows (N, K) widened into even and odd elements against x split the same way: every
+// register tile shape (1, 2, 4, 8 and 16 rows of x; even and odd products in their own
+// accumulators or one), K tails below two vectors, and an x too large to split on the stack
+// (16 x 1100: the widening in order). Within float accuracy of double.
+template <std::size_t M, std::size_t K, std::size_t N>
+void check_even_odd_rows() {
+    auto x = std::make_unique<tensor<float, M, K>>();
+    auto w = std::make_unique<tensor<bf16, N, K>>();
+    ref::fill(*x, 61);
+    ref::fill(*w, 62);
+    auto y = std::make_unique<tensor<float, M, N>>();
+    static_assert(attend::plan_of<decltype(attend::matmul(*x, attend::transpose(*w)))> == attend::plan::matvec);
+    *y = attend::matmul(*x, attend::transpose(*w));
+    ref::expect_all(*y, [&](const ref::index& i) {
+        double acc = 0;
+        for (std::size_t k = 0; k < K; ++k) acc += double((*x)(i[0], k)) * static_cast<double>((*w)(i[1], k));
+        return acc;
+    }, 1e-5 * std::sqrt(double(K)));
+}
+
+BOOST_AUTO_TEST_CASE(matvec_bf16_weights_even_and_odd) {
+    check_even_odd_rows<1, 331, 37>();
+    check_even_odd_rows<1, 64, 9>();
+    check_even_odd_rows<2, 96, 33>();
+    check_even_odd_rows<1, 4000, 515>();  // > 256 KiB of weight: the plan beyond two rows of x
+    check_even_odd_rows<4, 4000, 515>();
+    check_even_odd_rows<8, 2000, 515>();
+    check_even_odd_rows<16, 1100, 1000>();
+
+    // ±inf, NaN and values near the float limit give what float products give.
+    constexpr std::size_t K = 64;
+    tensor<float, 1, K> x;
+    auto w = std::make_unique<tensor<bf16, 4, K>>();
+    for (std::size_t k = 0; k < K; ++k) {
+        x(0, k) = 0.25f;
+        for (std::size_t n = 0; n < 4; ++n) (*w)(n, k) = bf16(0.5f);
+    }
+    x(0, 3) = std::numeric_limits<float>::infinity();
+    tensor<float, 1, 4> y = attend::matmul(x, attend::transpose(*w));
+    for (std::size_t n = 0; n < 4; ++n) BOOST_TEST(y(0, n) == std::numeric_limits<float>::infinity());
+    x(0, 3) = std::numeric_limits<float>::quiet_NaN();
+    y = attend::matmul(x, attend::transpose(*w));
+    for (std::size_t n = 0; n < 4; ++n) BOOST_TEST(std::isnan(y(0, n)));
+    x(0, 3) = 3.4e38f;
+    (*w)(0, 3) = bf16(0.5f);
+    y = attend::matmul(x, attend::transpose(*w));
+    BOOST_TEST(std::abs(y(0, 0) - (1.7e38 + 63 * 0.125)) <= 1e-6 * 1.7e38);
+}
+
 // The matvec plan over 16-bit weights writing the row it reads (a residual stream updated in
 // place), in both weight layouts: the same bits as into a fresh tensor.
 BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_into_its_input) {

@@ -23,6 +23,7 @@
 #include "parallel.hpp"
 #include "read.hpp"
 
+
 namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
@@ -62,6 +63,11 @@ struct matvec_tiling {
     // 4096^2: float 1.43 -> 1.35 ms, bf16 0.99 -> 0.77), else 4 (a weight in cache read 10-20 %
     // slower with 8, and 4 rows of x with 8 weight rows were 33 % slower).
     static constexpr std::size_t rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
+    // rows_k: a weight of up to 1 MiB (read from L2) with one or two rows of x keeps the sums of
+    // NV vectors of columns in registers instead (axpy_columns), given 32 registers (with 16 the
+    // sums and the weight vectors do not fit: x86-64-v3 on Zen 5, 288 x 768 6.7 -> 7.2 µs).
+    static constexpr std::size_t NV = M <= 2 && regs >= 32 ? 16 / M : 0;
+    static constexpr bool sums_in_registers(std::size_t bytes) { return NV > 0 && bytes <= (std::size_t{1} << 20); }
     // rows_n: x rows and weight rows per register tile, MB x RN accumulators plus RN weight
     // vectors and one x vector within the register file.
     static constexpr std::size_t MB = std::min(M, regs >= 32 ? std::size_t{8} : std::size_t{4});
@@ -91,26 +97,52 @@ inline constexpr bool matvec_applies = [] {
 #pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
 #endif
 
+// bf16 weights in a rows_k kernel widen a vector of 2W columns into its even and odd columns (a
+// shift and a mask; widening in order takes a shuffle), whose sums are kept as W even then W odd
+// until the panel is done.
+template <class B, class T>
+inline constexpr bool even_odd_columns = std::is_same_v<T, bf16> && simd::is_batch<B>;
+
+// A block of 2W sums kept as W even columns then W odd ones, put in column order.
+template <std::size_t W, class F>
+inline void interleave_block(F* y) noexcept {
+    alignas(64) F t[2 * W];
+    std::copy(y, y + 2 * W, t);
+    for (std::size_t i = 0; i < W; ++i) y[2 * i] = t[i], y[2 * i + 1] = t[W + i];
+}
+
 // y[m][c] += sum over u < U of x[m][u] * w[u * ldk + c], for m < M and c < ncols: U weight rows
-// added into the sums. The broadcasts of x are locals (stores to y may alias anything reached
-// through a pointer).
+// added into the sums (blocks of 2W columns in even/odd order for bf16, even_odd_columns). The
+// broadcasts of x are locals (stores to y may alias anything reached through a pointer).
 template <class B, std::size_t M, std::size_t U, class F, class T>
 inline void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y,
                       std::size_t ldy) noexcept {
-    constexpr std::size_t W = simd::lanes<B>;
+    constexpr std::size_t W = simd::lanes<B>, H = even_odd_columns<B, T> ? 2 : 1;
     B xb[M][U];
     for (std::size_t m = 0; m < M; ++m)
         for (std::size_t u = 0; u < U; ++u) xb[m][u] = B(x[m * ldx + u]);
     std::size_t c = 0;
-    for (; c + W <= ncols; c += W) {
-        B wv[U];
+    for (; c + H * W <= ncols; c += H * W) {
+        B wv[U][H];
 #pragma GCC unroll 8
-        for (std::size_t u = 0; u < U; ++u) wv[u] = simd::load<B>(w + u * ldk + c);
+        for (std::size_t u = 0; u < U; ++u) {
+            if constexpr (H == 2) simd::widen_even_odd(w + u * ldk + c, wv[u][0], wv[u][1]);
+            else wv[u][0] = simd::load<B>(w + u * ldk + c);
+        }
 #pragma GCC unroll 16
+        for (std::size_t m = 0; m < M; ++m)
+#pragma GCC unroll 2
+            for (std::size_t h = 0; h < H; ++h) {
+                B acc = B::load_aligned(y + m * ldy + c + h * W);
+#pragma GCC unroll 8
+                for (std::size_t u = 0; u < U; ++u) acc = simd::fma(xb[m][u], wv[u][h], acc);
+                acc.store_aligned(y + m * ldy + c + h * W);
+            }
+    }
+    for (; c + W <= ncols; c += W) {
         for (std::size_t m = 0; m < M; ++m) {
             B acc = B::load_aligned(y + m * ldy + c);
-#pragma GCC unroll 8
-            for (std::size_t u = 0; u < U; ++u) acc = simd::fma(xb[m][u], wv[u], acc);
+            for (std::size_t u = 0; u < U; ++u) acc = simd::fma(xb[m][u], simd::load<B>(w + u * ldk + c), acc);
             acc.store_aligned(y + m * ldy + c);
         }
     }
@@ -126,25 +158,121 @@ void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
     std::size_t k = 0;
     for (; k + U <= K; k += U) axpy_rows<B, M, U>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
     for (; k < K; ++k) axpy_rows<B, M, 1>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    if constexpr (even_odd_columns<B, T>) {
+        constexpr std::size_t W = simd::lanes<B>;
+        for (std::size_t m = 0; m < M; ++m)
+            for (std::size_t c = 0; c + 2 * W <= ncols; c += 2 * W) interleave_block<W>(y + m * ldy + c);
+    }
+}
+
+// rows_k panel of a weight held in cache: y[m][c] = sum over k of x[m][k] * w[k * ldk + c] with
+// the sums of NV vectors of columns in registers over all of K (the weight rows' segments read
+// with a stride), where sums in L1 cost a load and a store per U weight rows. bf16 weights widen
+// into even and odd columns (a shift and a mask, no shuffle), put back in order as they are stored.
+template <class B, std::size_t M, std::size_t NV, std::size_t K, class F, class T>
+void axpy_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+    constexpr std::size_t W = simd::lanes<B>;
+    constexpr bool even_odd = even_odd_columns<B, T> && NV % 2 == 0;
+    std::size_t c = 0;
+    for (; c + NV * W <= ncols; c += NV * W) {
+        B acc[M][NV];
+        for (std::size_t m = 0; m < M; ++m)
+            for (std::size_t v = 0; v < NV; ++v) acc[m][v] = B(F(0));
+        for (std::size_t k = 0; k < K; ++k) {
+            B wv[NV];
+            if constexpr (even_odd) {
+#pragma GCC unroll 8
+                for (std::size_t v = 0; v < NV; v += 2) simd::widen_even_odd(w + k * ldk + c + v * W, wv[v], wv[v + 1]);
+            } else {
+#pragma GCC unroll 16
+                for (std::size_t v = 0; v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + c + v * W);
+            }
+#pragma GCC unroll 4
+            for (std::size_t m = 0; m < M; ++m) {
+                const B xb(x[m * ldx + k]);
+#pragma GCC unroll 16
+                for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
+            }
+        }
+        for (std::size_t m = 0; m < M; ++m)
+            for (std::size_t v = 0; v < NV; ++v) {
+                acc[m][v].store_aligned(y + m * ldy + c + v * W);
+                if (even_odd && v % 2 == 1) interleave_block<W>(y + m * ldy + c + (v - 1) * W);
+            }
+    }
+    if constexpr (NV > 1) {
+        if (c < ncols) axpy_columns<B, M, NV / 2, K>(x, ldx, w + c, ldk, ncols - c, y + c, ldy);
+    } else {
+        for (; c < ncols; ++c)
+            for (std::size_t m = 0; m < M; ++m) {
+                F s = 0;
+                for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * simd::load<F>(w + k * ldk + c);
+                y[m * ldy + c] = s;
+            }
+    }
+}
+
+// bf16 weight rows (N, K) are widened into their even and odd elements (a shift and a mask of
+// 32-bit lanes; widening in order takes a shuffle, which bound in-cache matvecs to half their read
+// speed) and meet x split once into its even and odd elements: exact float products, summed in
+// another order. x's split is a stack copy of up to 64 KiB.
+template <class B, class F, class T, std::size_t M, std::size_t K>
+inline constexpr bool even_odd_rows = std::is_same_v<F, float> && std::is_same_v<std::remove_cv_t<T>, bf16> && simd::is_batch<B> &&
+                                      K >= 2 * simd::lanes<B> && M * K * sizeof(F) <= (std::size_t{64} << 10);
+
+// The vector part of a register tile's dot products with bf16 weight rows widened to even and
+// odd lanes (simd::widen_even_odd) against x split the same way (x[m] at xs + m * K: K/2 even
+// values, then K/2 odd), into acc[m][r]; even and odd products in their own accumulators while the
+// tile has too few to cover the FMA's latency.
+template <class B, std::size_t MB, std::size_t RN, std::size_t K, std::size_t KV>
+inline void even_odd_dots(const float* xs, const bf16* w, std::size_t ldn, B (&acc)[MB][RN]) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, split = MB * RN <= 8 ? 2 : 1;
+    B odd_acc[split == 2 ? MB : 1][RN];
+    for (std::size_t m = 0; m < (split == 2 ? MB : 1); ++m)
+        for (std::size_t r = 0; r < RN; ++r) odd_acc[m][r] = B(0.0f);
+    for (std::size_t k = 0; k < KV; k += 2 * W) {
+        B we[RN], wo[RN];
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < RN; ++r) simd::widen_even_odd<true>(w + r * ldn + k, we[r], wo[r]);
+#pragma GCC unroll 8
+        for (std::size_t m = 0; m < MB; ++m) {
+            const B xe = B::load_unaligned(xs + m * K + k / 2), xo = B::load_unaligned(xs + m * K + K / 2 + k / 2);
+#pragma GCC unroll 8
+            for (std::size_t r = 0; r < RN; ++r) {
+                acc[m][r] = simd::fma(xe, we[r], acc[m][r]);
+                if constexpr (split == 2) odd_acc[m][r] = simd::fma(xo, wo[r], odd_acc[m][r]);
+                else acc[m][r] = simd::fma(xo, wo[r], acc[m][r]);
+            }
+        }
+    }
+    if constexpr (split == 2)
+        for (std::size_t m = 0; m < MB; ++m)
+            for (std::size_t r = 0; r < RN; ++r) acc[m][r] += odd_acc[m][r];
 }
 
 // y[m][r * q] = sum over k of x[m][k] * w[r * ldn + k], for m < MB and r < RN: one register
-// tile of dot products, lanes along k, the tail of K added in scalars.
-template <class B, std::size_t MB, std::size_t RN, std::size_t K, class F, class T>
-inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q) noexcept {
-    constexpr std::size_t W = simd::lanes<B>, KV = K / W * W;
+// tile of dot products, lanes along k, the tail of K added in scalars. EvenOdd: bf16 weights
+// against x split at xs (even_odd_rows).
+template <class B, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, class F, class T>
+inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q,
+                     const F* xs = nullptr) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, KW = EvenOdd ? 2 * W : W, KV = K / KW * KW;
     B acc[MB][RN];
     for (std::size_t m = 0; m < MB; ++m)
         for (std::size_t r = 0; r < RN; ++r) acc[m][r] = B(F(0));
-    for (std::size_t k = 0; k < KV; k += W) {
-        B wv[RN];
+    if constexpr (EvenOdd) {
+        even_odd_dots<B, MB, RN, K, KV>(xs, w, ldn, acc);
+    } else {
+        for (std::size_t k = 0; k < KV; k += W) {
+            B wv[RN];
 #pragma GCC unroll 8
-        for (std::size_t r = 0; r < RN; ++r) wv[r] = simd::load<B>(w + r * ldn + k);
+            for (std::size_t r = 0; r < RN; ++r) wv[r] = simd::load<B>(w + r * ldn + k);
 #pragma GCC unroll 8
-        for (std::size_t m = 0; m < MB; ++m) {
-            const B xv = B::load_unaligned(x + m * ldx + k);
+            for (std::size_t m = 0; m < MB; ++m) {
+                const B xv = B::load_unaligned(x + m * ldx + k);
 #pragma GCC unroll 8
-            for (std::size_t r = 0; r < RN; ++r) acc[m][r] = simd::fma(xv, wv[r], acc[m][r]);
+                for (std::size_t r = 0; r < RN; ++r) acc[m][r] = simd::fma(xv, wv[r], acc[m][r]);
+            }
         }
     }
     for (std::size_t m = 0; m < MB; ++m) {
@@ -159,22 +287,25 @@ inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F
 
 // RN output columns for all M rows of x, MB rows at a time (the weight rows stay in L1/L2
 // between the row blocks).
-template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, std::size_t M0 = 0, class F, class T>
-inline void dot_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q) noexcept {
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, std::size_t M0 = 0, class F,
+          class T>
+inline void dot_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q,
+                        const F* xs = nullptr) noexcept {
     if constexpr (M0 < M) {
         constexpr std::size_t rows = std::min(MB, M - M0);
-        dot_tile<B, rows, RN, K>(x + M0 * ldx, ldx, w, ldn, y + M0 * ldy, ldy, q);
-        dot_columns<B, M, MB, RN, K, M0 + rows>(x, ldx, w, ldn, y, ldy, q);
+        dot_tile<B, rows, RN, K, EvenOdd>(x + M0 * ldx, ldx, w, ldn, y + M0 * ldy, ldy, q, EvenOdd ? xs + M0 * K : xs);
+        dot_columns<B, M, MB, RN, K, EvenOdd, M0 + rows>(x, ldx, w, ldn, y, ldy, q, xs);
     }
 }
 
 // rows_n panel: y[m][c] = sum over k of x[m][k] * w[c * ldn + k]. A register tile takes rows
 // ncols / RN apart, so that even short rows (adjacent in memory) are read as RN streams.
-template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, class F, class T>
-void dot_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy) {
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, class F, class T>
+void dot_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy,
+               const F* xs = nullptr) {
     const std::size_t q = ncols / RN;
-    for (std::size_t c = 0; c < q; ++c) dot_columns<B, M, MB, RN, K>(x, ldx, w + c * ldn, q * ldn, y + c, ldy, q);
-    for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1);
+    for (std::size_t c = 0; c < q; ++c) dot_columns<B, M, MB, RN, K, EvenOdd>(x, ldx, w + c * ldn, q * ldn, y + c, ldy, q, xs);
+    for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K, EvenOdd>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1, xs);
 }
 
 // The same with each register tile on RN adjacent rows: one forward stream (a short block of
@@ -207,6 +338,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
     // Threads pay from 64 Ki multiply-adds (a 256 KiB weight: 288 x 288 ran 6.6 -> 4.3 µs on two
     // Zen 1 cores, waking them costs ~1 µs).
     constexpr bool worth = batches * M * N * K >= (std::size_t{1} << 16);
+    constexpr bool even_odd = wl == weight_layout::rows_n && even_odd_rows<B, F, typename Bop::value_type, M, K>;
     // Panels of at most NP columns, at least one per thread when it is worth it; every column's
     // sum is formed in the same order whatever the split, so results do not depend on it.
     const std::size_t want = worth ? (worker_count() + batches - 1) / batches : 1;
@@ -220,9 +352,16 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         alignas(64) F y[M * NP];
         const F* x = matrix_at(mm.a, p, 0, 0).first;
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
-        if constexpr (wl == weight_layout::rows_k)
-            axpy_panel<B, M, K, G::rows_per_step(K * N * sizeof(typename Bop::value_type))>(x, ldx, w, ldw, ncols, y, NP);
-        else dot_panel<B, M, G::MB, G::RN, K>(x, ldx, w, ldw, ncols, y, NP);
+        constexpr std::size_t bytes = K * N * sizeof(typename Bop::value_type);
+        if constexpr (wl == weight_layout::rows_k && G::sums_in_registers(bytes))
+            axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
+        else if constexpr (wl == weight_layout::rows_k)
+            axpy_panel<B, M, K, G::rows_per_step(bytes)>(x, ldx, w, ldw, ncols, y, NP);
+        else if constexpr (even_odd) {
+            alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
+            for (std::size_t m = 0; m < M; ++m) simd::split_even_odd(x + m * ldx, K / 2, xs + m * K, xs + m * K + K / 2);
+            dot_panel<B, M, G::MB, G::RN, K, true>(x, ldx, w, ldw, ncols, y, NP, +xs);
+        } else dot_panel<B, M, G::MB, G::RN, K>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
         finish(p, +y, NP, M, ncols);
