@@ -23,7 +23,6 @@
 #include "parallel.hpp"
 #include "read.hpp"
 
-
 namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
@@ -101,7 +100,7 @@ inline constexpr bool matvec_applies = [] {
 // shift and a mask; widening in order takes a shuffle), whose sums are kept as W even then W odd
 // until the panel is done.
 template <class B, class T>
-inline constexpr bool even_odd_columns = std::is_same_v<T, bf16> && simd::is_batch<B>;
+inline constexpr bool even_odd_columns = std::is_same_v<std::remove_cv_t<T>, bf16> && simd::is_batch<B>;
 
 // A block of 2W sums kept as W even columns then W odd ones, put in column order.
 template <std::size_t W, class F>
