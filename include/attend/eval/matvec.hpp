@@ -5,10 +5,13 @@
 // The weight is a memory leaf of the compute type in one of two layouts:
 // - `rows_k`: B (K, N) with N contiguous (`matmul(x, W)`, W (K, N)). Each work item owns a panel of
 //   NP output columns, keeps the panel's sums (M x NP) in L1, and walks down K, U weight rows at a
-//   time: every row segment is read once, sequentially, and added into the sums (axpy).
+//   time: every row segment is read once, sequentially, and added into the sums (axpy). A weight
+//   of up to 1 MiB with one or two rows keeps the sums in registers instead (axpy_columns).
 // - `rows_n`: B (K, N) with K contiguous (`matmul(x, transpose(W))`, W (N, K): the checkpoint
 //   layout). Each output column is a dot product of a weight row with x: RN weight rows at once,
 //   each read sequentially, into MB x RN vector accumulators, summed across lanes at the end.
+// bf16 weights widen into their even and odd elements (a shift and a mask, no shuffle) in both
+// layouts (even_odd_columns, even_odd_rows).
 // x is read in place (it is materialised first when it is an expression). The finished panel
 // goes through the contraction's epilogue, so bias, residual and activation stay fused.
 #pragma once
