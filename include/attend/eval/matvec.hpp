@@ -141,13 +141,13 @@ inline void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, 
                 acc.store_aligned(y + m * ldy + c + h * W);
             }
     }
-    for (; c + W <= ncols; c += W) {
-        for (std::size_t m = 0; m < M; ++m) {
-            B acc = B::load_aligned(y + m * ldy + c);
-            for (std::size_t u = 0; u < U; ++u) acc = simd::fma(xb[m][u], simd::load<B>(w + u * ldk + c), acc);
-            acc.store_aligned(y + m * ldy + c);
-        }
-    }
+    if constexpr (H == 2)  // one vector of columns left, in order
+        for (; c + W <= ncols; c += W)
+            for (std::size_t m = 0; m < M; ++m) {
+                B acc = B::load_aligned(y + m * ldy + c);
+                for (std::size_t u = 0; u < U; ++u) acc = simd::fma(xb[m][u], simd::load<B>(w + u * ldk + c), acc);
+                acc.store_aligned(y + m * ldy + c);
+            }
     for (; c < ncols; ++c)
         for (std::size_t m = 0; m < M; ++m)
             for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += x[m * ldx + u] * simd::load<F>(w + u * ldk + c);
