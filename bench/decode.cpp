@@ -384,6 +384,9 @@ int main(int argc, char** argv) {
     matvec_bf16_case<layout::kn, 1, 768, 2048>("mvkn");
     matvec_bf16_case<layout::nk, 1, 768, 2048>("mvnk");
     floor_bf16_case<768, 2048>();
+    matvec_case<layout::nk, 2, 288, 768>("mvnk");
+    matvec_case<layout::nk, 2, 768, 2048>("mvnk");
+    matvec_case<layout::nk, 4, 768, 2048>("mvnk");
     matvec_case<layout::kn, 4, 4096, 4096>("mvkn");
     matvec_case<layout::nk, 4, 4096, 4096>("mvnk");
     matvec_case<layout::kn, 16, 4096, 4096>("mvkn");

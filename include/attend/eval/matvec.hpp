@@ -76,6 +76,11 @@ struct matvec_tiling {
     // (a power of two: the lanes of RN accumulators are summed by one transposing tree; at most
     // 4, as many memory streams as read fastest: on Zen 5 8 streams made 4096^2 1.18x slower)
     static constexpr std::size_t RN = std::bit_floor(std::clamp<std::size_t>((regs - 4) / (MB + 1), 1, 4));
+    // rows_n (float): with two or more rows of x and a weight of 16 MiB or more (from DRAM),
+    // each weight vector also requests the line 4 KiB further on in its row (Zen 5: 4 x 4096^2
+    // 2.2-2.5 -> 1.9-2.0 ms, 16 rows 6.0-6.4 -> 5.2-5.7; from L3, 4 x 768 x 2048 went 67-72 ->
+    // 77-79 µs, from L2 2 x 288 x 768 5.0 -> 5.7-6.1, and with one row of x the stream slowed).
+    static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && bytes >= (std::size_t{16} << 20) ? 4096 / sizeof(F) : 0; }
 };
 
 template <class MM>
@@ -257,8 +262,9 @@ inline void even_odd_dots(const float* xs, const bf16* w, std::size_t ldn, B (&a
 
 // y[m][r * q] = sum over k of x[m][k] * w[r * ldn + k], for m < MB and r < RN: one register
 // tile of dot products, lanes along k, the tail of K added in scalars. EvenOdd: bf16 weights
-// against x split at xs (even_odd_rows).
-template <class B, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, class F, class T>
+// against x split at xs (even_odd_rows). Later: with each weight vector, request the line Later
+// elements further on in its row (0: none; matvec_tiling::later).
+template <class B, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, std::size_t Later = 0, class F, class T>
 inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q,
                      const F* xs = nullptr) noexcept {
     constexpr std::size_t W = simd::lanes<B>, KW = EvenOdd ? 2 * W : W, KV = K / KW * KW;
@@ -271,7 +277,10 @@ inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F
         for (std::size_t k = 0; k < KV; k += W) {
             B wv[RN];
 #pragma GCC unroll 8
-            for (std::size_t r = 0; r < RN; ++r) wv[r] = simd::load<B>(w + r * ldn + k);
+            for (std::size_t r = 0; r < RN; ++r) {
+                if constexpr (Later > 0) __builtin_prefetch(w + r * ldn + k + Later, 0, 3);
+                wv[r] = simd::load<B>(w + r * ldn + k);
+            }
 #pragma GCC unroll 8
             for (std::size_t m = 0; m < MB; ++m) {
                 const B xv = B::load_unaligned(x + m * ldx + k);
@@ -292,25 +301,26 @@ inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F
 
 // RN output columns for all M rows of x, MB rows at a time (the weight rows stay in L1/L2
 // between the row blocks).
-template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, std::size_t M0 = 0, class F,
-          class T>
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, std::size_t Later = 0,
+          std::size_t M0 = 0, class F, class T>
 inline void dot_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q,
                         const F* xs = nullptr) noexcept {
     if constexpr (M0 < M) {
         constexpr std::size_t rows = std::min(MB, M - M0);
-        dot_tile<B, rows, RN, K, EvenOdd>(x + M0 * ldx, ldx, w, ldn, y + M0 * ldy, ldy, q, EvenOdd ? xs + M0 * K : xs);
-        dot_columns<B, M, MB, RN, K, EvenOdd, M0 + rows>(x, ldx, w, ldn, y, ldy, q, xs);
+        dot_tile<B, rows, RN, K, EvenOdd, Later>(x + M0 * ldx, ldx, w, ldn, y + M0 * ldy, ldy, q, EvenOdd ? xs + M0 * K : xs);
+        dot_columns<B, M, MB, RN, K, EvenOdd, Later, M0 + rows>(x, ldx, w, ldn, y, ldy, q, xs);
     }
 }
 
 // rows_n panel: y[m][c] = sum over k of x[m][k] * w[c * ldn + k]. A register tile takes rows
 // ncols / RN apart, so that even short rows (adjacent in memory) are read as RN streams.
-template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, class F, class T>
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, std::size_t Later = 0, class F,
+          class T>
 void dot_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy,
                const F* xs = nullptr) {
     const std::size_t q = ncols / RN;
-    for (std::size_t c = 0; c < q; ++c) dot_columns<B, M, MB, RN, K, EvenOdd>(x, ldx, w + c * ldn, q * ldn, y + c, ldy, q, xs);
-    for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K, EvenOdd>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1, xs);
+    for (std::size_t c = 0; c < q; ++c) dot_columns<B, M, MB, RN, K, EvenOdd, Later>(x, ldx, w + c * ldn, q * ldn, y + c, ldy, q, xs);
+    for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K, EvenOdd, Later>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1, xs);
 }
 
 // The same with each register tile on RN adjacent rows: one forward stream (a short block of
@@ -366,7 +376,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
             for (std::size_t m = 0; m < M; ++m) simd::split_even_odd(x + m * ldx, K / 2, xs + m * K, xs + m * K + K / 2);
             dot_panel<B, M, G::MB, G::RN, K, true>(x, ldx, w, ldw, ncols, y, NP, +xs);
-        } else dot_panel<B, M, G::MB, G::RN, K>(x, ldx, w, ldw, ncols, y, NP);
+        } else dot_panel<B, M, G::MB, G::RN, K, false, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
         finish(p, +y, NP, M, ncols);
