@@ -80,7 +80,7 @@ struct matvec_tiling {
     // each weight vector also requests the line 4 KiB further on in its row (Zen 5: 4 x 4096^2
     // 2.2-2.5 -> 1.9-2.0 ms, 16 rows 6.0-6.4 -> 5.2-5.7; from L3, 4 x 768 x 2048 went 67-72 ->
     // 77-79 µs, from L2 2 x 288 x 768 5.0 -> 5.7-6.1, and with one row of x the stream slowed).
-    static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && bytes >= (std::size_t{16} << 20) ? 4096 / sizeof(F) : 0; }
+    static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && bytes >= (std::size_t{16} << 20) ? 4096 : 0; }
 };
 
 template <class MM>
@@ -263,7 +263,7 @@ inline void even_odd_dots(const float* xs, const bf16* w, std::size_t ldn, B (&a
 // y[m][r * q] = sum over k of x[m][k] * w[r * ldn + k], for m < MB and r < RN: one register
 // tile of dot products, lanes along k, the tail of K added in scalars. EvenOdd: bf16 weights
 // against x split at xs (even_odd_rows). Later: with each weight vector, request the line Later
-// elements further on in its row (0: none; matvec_tiling::later).
+// bytes further on in its row (0: none; matvec_tiling::later).
 template <class B, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, std::size_t Later = 0, class F, class T>
 inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q,
                      const F* xs = nullptr) noexcept {
@@ -278,7 +278,7 @@ inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F
             B wv[RN];
 #pragma GCC unroll 8
             for (std::size_t r = 0; r < RN; ++r) {
-                if constexpr (Later > 0) __builtin_prefetch(w + r * ldn + k + Later, 0, 3);
+                if constexpr (Later > 0) __builtin_prefetch(w + r * ldn + k + Later / sizeof(T), 0, 3);
                 wv[r] = simd::load<B>(w + r * ldn + k);
             }
 #pragma GCC unroll 8
