@@ -76,8 +76,9 @@ struct matvec_tiling {
     // (a power of two: the lanes of RN accumulators are summed by one transposing tree; at most
     // 4, as many memory streams as read fastest: on Zen 5 8 streams made 4096^2 1.18x slower)
     static constexpr std::size_t RN = std::bit_floor(std::clamp<std::size_t>((regs - 4) / (MB + 1), 1, 4));
-    // rows_n (float): with two or more rows of x and a weight of 16 MiB or more (from DRAM),
-    // each weight vector also requests the line 4 KiB further on in its row (Zen 5: 4 x 4096^2
+    // rows_n, outside the even/odd rows: with two or more rows of x and a weight of 16 MiB or
+    // more (from DRAM), each weight vector also requests the line 4 KiB further on in its row
+    // (measured with float weights on Zen 5: 4 x 4096^2
     // 2.2-2.5 -> 1.9-2.0 ms, 16 rows 6.0-6.4 -> 5.2-5.7; from L3, 4 x 768 x 2048 went 67-72 ->
     // 77-79 µs, from L2 2 x 288 x 768 5.0 -> 5.7-6.1, and with one row of x the stream slowed).
     static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && bytes >= (std::size_t{16} << 20) ? 4096 : 0; }
