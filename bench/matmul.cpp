@@ -3,7 +3,9 @@
 // peak. Every matmul benchmark reports a FLOPS counter (2·M·N·K per iteration), so
 // bench/report.py prints its share of peak next to the ratio to attend.
 //
-// Template arguments are <M, K, N>: A is (M, K), B is (K, N), C is (M, N). The issue lists the
+// Template arguments are <M, K, N>: A is (M, K), B is (K, N), C is (M, N). The matmul_nt_* cases
+// hold B as (N, K) and multiply by its transpose (`matmul(a, transpose(w))`: a weight in the
+// layout of PyTorch and llama2.c checkpoints, or Q K^T); each library reads it in place its way. The issue lists the
 // sizes as triples "(8,8,8), (16,16,16), (64,64,64), (128,64,128), (256,256,256), (512,64,512)";
 // the non-cubic ones are read as M = 128, K = 64, N = 128 and M = 512, K = 64, N = 512 (a short
 // inner dimension, as in attention's Q·K^T with head dimension 64).
@@ -21,6 +23,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #ifdef ATTEND_HAVE_EIGEN
@@ -57,10 +60,10 @@ namespace {
 
 using bench::fill_value;
 
-template <std::size_t M, std::size_t K, std::size_t N>
+template <std::size_t M, std::size_t K, std::size_t N, bool BT = false>
 struct operands {
     using TA = attend::tensor<float, M, K>;
-    using TB = attend::tensor<float, K, N>;
+    using TB = std::conditional_t<BT, attend::tensor<float, N, K>, attend::tensor<float, K, N>>;
     using TC = attend::tensor<float, M, N>;
     std::unique_ptr<TA> a = std::make_unique<TA>();
     std::unique_ptr<TB> b = std::make_unique<TB>();
@@ -69,6 +72,7 @@ struct operands {
         for (std::size_t k = 0; k < M * K; ++k) a->data()[k] = fill_value(k, 1);
         for (std::size_t k = 0; k < K * N; ++k) b->data()[k] = fill_value(k, 2);
     }
+    float b_at(std::size_t k, std::size_t j) const { return b->data()[BT ? j * K + k : k * N + j]; }
 };
 
 // ---- implementations: construct once (untimed), run() is the timed work ----
@@ -77,6 +81,11 @@ template <std::size_t M, std::size_t K, std::size_t N>
 struct attend_impl {
     operands<M, K, N> o;
     void run() { *o.c = attend::matmul(*o.a, *o.b); }
+};
+template <std::size_t M, std::size_t K, std::size_t N>
+struct attend_nt_impl {
+    operands<M, K, N, true> o;
+    void run() { *o.c = attend::matmul(*o.a, attend::transpose(*o.b)); }
 };
 
 #ifdef ATTEND_HAVE_EIGEN
@@ -104,6 +113,15 @@ struct eigen_impl {
     Eigen::Map<MX> c{o.c->data(), static_cast<Eigen::Index>(M), static_cast<Eigen::Index>(N)};
     void run() { c.noalias() = a * b; }
 };
+template <std::size_t M, std::size_t K, std::size_t N>
+struct eigen_nt_impl {
+    using MX = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    operands<M, K, N, true> o;
+    Eigen::Map<const MX> a{o.a->data(), static_cast<Eigen::Index>(M), static_cast<Eigen::Index>(K)};
+    Eigen::Map<const MX> b{o.b->data(), static_cast<Eigen::Index>(N), static_cast<Eigen::Index>(K)};
+    Eigen::Map<MX> c{o.c->data(), static_cast<Eigen::Index>(M), static_cast<Eigen::Index>(N)};
+    void run() { c.noalias() = a * b.transpose(); }
+};
 #endif
 
 #ifdef ATTEND_HAVE_OPENBLAS
@@ -114,6 +132,15 @@ struct openblas_impl {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
                     static_cast<int>(K), 1.0f, o.a->data(), static_cast<int>(K), o.b->data(), static_cast<int>(N),
                     0.0f, o.c->data(), static_cast<int>(N));
+    }
+};
+template <std::size_t M, std::size_t K, std::size_t N>
+struct openblas_nt_impl {
+    operands<M, K, N, true> o;
+    void run() {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
+                    1.0f, o.a->data(), static_cast<int>(K), o.b->data(), static_cast<int>(K), 0.0f, o.c->data(),
+                    static_cast<int>(N));
     }
 };
 #endif
@@ -157,6 +184,10 @@ template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_attend(benchmark::State& state) {
     run_bench<attend_impl<M, K, N>, M, K, N>(state);
 }
+template <std::size_t M, std::size_t K, std::size_t N>
+void matmul_nt_attend(benchmark::State& state) {
+    run_bench<attend_nt_impl<M, K, N>, M, K, N>(state);
+}
 #ifdef ATTEND_HAVE_EIGEN
 template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_eigenfixed(benchmark::State& state) {
@@ -167,11 +198,19 @@ template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_eigen(benchmark::State& state) {
     run_bench<eigen_impl<M, K, N>, M, K, N>(state);
 }
+template <std::size_t M, std::size_t K, std::size_t N>
+void matmul_nt_eigen(benchmark::State& state) {
+    run_bench<eigen_nt_impl<M, K, N>, M, K, N>(state);
+}
 #endif
 #ifdef ATTEND_HAVE_OPENBLAS
 template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_openblas(benchmark::State& state) {
     run_bench<openblas_impl<M, K, N>, M, K, N>(state);
+}
+template <std::size_t M, std::size_t K, std::size_t N>
+void matmul_nt_openblas(benchmark::State& state) {
+    run_bench<openblas_nt_impl<M, K, N>, M, K, N>(state);
 }
 #endif
 #ifdef ATTEND_HAVE_DNNL
@@ -190,13 +229,12 @@ void verify(const char* impl_name) {
     auto impl = std::make_unique<Impl>();
     impl->run();
     const float* a = impl->o.a->data();
-    const float* b = impl->o.b->data();
     const float* c = impl->o.c->data();
     std::vector<double> ref(M * N, 0.0);
     for (std::size_t i = 0; i < M; ++i)
         for (std::size_t k = 0; k < K; ++k)
             for (std::size_t j = 0; j < N; ++j)
-                ref[i * N + j] += static_cast<double>(a[i * K + k]) * static_cast<double>(b[k * N + j]);
+                ref[i * N + j] += static_cast<double>(a[i * K + k]) * static_cast<double>(impl->o.b_at(k, j));
     double max_err = 0, max_ref = 0;
     std::size_t worst = 0;
     bool finite = true;
@@ -229,6 +267,17 @@ void verify_size() {
 #endif
 #ifdef ATTEND_HAVE_DNNL
     verify<onednn_impl<M, K, N>, M, K, N>("onednn");
+#endif
+}
+
+template <std::size_t M, std::size_t K, std::size_t N>
+void verify_nt_size() {
+    verify<attend_nt_impl<M, K, N>, M, K, N>("nt_attend");
+#ifdef ATTEND_HAVE_EIGEN
+    verify<eigen_nt_impl<M, K, N>, M, K, N>("nt_eigen");
+#endif
+#ifdef ATTEND_HAVE_OPENBLAS
+    verify<openblas_nt_impl<M, K, N>, M, K, N>("nt_openblas");
 #endif
 }
 
@@ -270,6 +319,25 @@ BENCHMARK(matmul_onednn<256, 256, 256>);
 BENCHMARK(matmul_onednn<512, 64, 512>);
 #endif
 
+// B (N, K) read transposed: a few tokens through a thin projection, prefill-sized projections of
+// a small model (stories15M's w1: 288 -> 768), a square one.
+BENCHMARK(matmul_nt_attend<8, 4096, 64>);
+BENCHMARK(matmul_nt_attend<64, 512, 512>);
+BENCHMARK(matmul_nt_attend<256, 288, 768>);
+BENCHMARK(matmul_nt_attend<256, 256, 256>);
+#ifdef ATTEND_HAVE_EIGEN
+BENCHMARK(matmul_nt_eigen<8, 4096, 64>);
+BENCHMARK(matmul_nt_eigen<64, 512, 512>);
+BENCHMARK(matmul_nt_eigen<256, 288, 768>);
+BENCHMARK(matmul_nt_eigen<256, 256, 256>);
+#endif
+#ifdef ATTEND_HAVE_OPENBLAS
+BENCHMARK(matmul_nt_openblas<8, 4096, 64>);
+BENCHMARK(matmul_nt_openblas<64, 512, 512>);
+BENCHMARK(matmul_nt_openblas<256, 288, 768>);
+BENCHMARK(matmul_nt_openblas<256, 256, 256>);
+#endif
+
 int main(int argc, char** argv) {
     // Single-threaded baselines.
 #ifdef ATTEND_HAVE_OPENBLAS
@@ -290,5 +358,9 @@ int main(int argc, char** argv) {
     verify_size<128, 64, 128>();
     verify_size<256, 256, 256>();
     verify_size<512, 64, 512>();
+    verify_nt_size<8, 4096, 64>();
+    verify_nt_size<64, 512, 512>();
+    verify_nt_size<256, 288, 768>();
+    verify_nt_size<256, 256, 256>();
     return bench::run_benchmarks(argc, argv, !failed, "matmul");
 }

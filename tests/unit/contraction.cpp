@@ -189,6 +189,16 @@ BOOST_AUTO_TEST_CASE(matmul_batch_broadcasting_and_double) {
     ref::expect_all(attend::eval(attend::matmul(x, y)), [&](const ref::index& i) {
         return dot(5, [&](std::size_t d) { return ref::at(x, {i[0], i[1], d}); }, [&](std::size_t d) { return ref::at(y, {0, d, i[2]}); });
     }, 1e-5);
+    // Float Q K^T with whole panels of K^T (packed by block transposes) and a tail panel, K's head
+    // axis broadcast: every panel is taken from its own batch position.
+    auto qf = std::make_unique<tensor<float, 2, 3, 40, 64>>();
+    auto kf = std::make_unique<tensor<float, 2, 1, 70, 64>>();
+    ref::fill(*qf, 25, -1, 1);
+    ref::fill(*kf, 26, -1, 1);
+    ref::expect_all(attend::eval(attend::matmul(*qf, attend::transpose(*kf))), [&](const ref::index& i) {
+        return dot(64, [&](std::size_t d) { return ref::at(*qf, {i[0], i[1], i[2], d}); },
+                   [&](std::size_t d) { return ref::at(*kf, {i[0], 0, i[3], d}); });
+    }, 1e-4);
 }
 
 BOOST_AUTO_TEST_CASE(reductions_on_every_axis) {

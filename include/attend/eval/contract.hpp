@@ -161,10 +161,21 @@ struct contraction_items {
 #endif
 
 // Packs B[k0 .. k0+kc, j0 .. j0+NR) of the matrix at batch position p into `panel` (rows NR
-// apart), evaluating the operand lane by lane and zero-padding past ncols.
-template <class B, std::size_t NR, class F, class Bop, std::size_t R>
+// apart), evaluating the operand lane by lane and zero-padding past ncols. A whole panel of a
+// transposed weight (`transpose(W)`, W (N, K) in memory: B's k contiguous) is transposed in
+// blocks instead, where reading lanes along j gathers one element per row of W (8 x 4096 x 64:
+// 175 against 17 µs for the same product with W (K, N), Zen 5).
+template <class B, std::size_t NR, std::size_t KC, class F, class Bop, std::size_t R>
 inline void pack_b(const Bop& b, nd_pos<R> p, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t ncols, F* panel) {
     constexpr std::size_t W = simd::lanes<B>;
+    if constexpr (in_place<Bop, F, 1> && !in_place<Bop, F, 0>) {
+        if (kc == KC && ncols == NR) {
+            constexpr std::size_t ld = Bop::layout::template strides_at<R>[R - 1];
+            p.idx[R - 2] = k0;
+            p.idx[R - 1] = j0;
+            return simd::transpose<NR, KC, ld, NR>(b.data() + Bop::layout::offset(p.idx), panel);
+        }
+    }
     for (std::size_t k = 0; k < kc; ++k) {
         p.idx[R - 2] = k0 + k;
         F* dst = panel + k * NR;
@@ -234,7 +245,7 @@ void contract_item(const matmul_node<A, Bop>& mm, T* out, Finish& finish, std::s
         if constexpr (b_may_read)
             if (b_in_place) std::tie(bp, ldb) = matrix_at(mm.b, p, k0, j0);
         if constexpr (b_may_pack)
-            if (!b_in_place) pack_b<B, NR>(mm.b, p, k0, kc, j0, ncols, bpanel);
+            if (!b_in_place) pack_b<B, NR, KC>(mm.b, p, k0, kc, j0, ncols, bpanel);
         const bool first = k0 == 0, last = k0 + kc == K;
         auto rows = [&]<std::size_t MRows>(std::size_t i0) {
             const F* ap = ablock;
