@@ -60,19 +60,19 @@ namespace {
 
 using bench::fill_value;
 
-template <std::size_t M, std::size_t K, std::size_t N, bool BT = false>
+template <std::size_t M, std::size_t K, std::size_t N, bool BT = false, class WT = float>
 struct operands {
     using TA = attend::tensor<float, M, K>;
-    using TB = std::conditional_t<BT, attend::tensor<float, N, K>, attend::tensor<float, K, N>>;
+    using TB = std::conditional_t<BT, attend::tensor<WT, N, K>, attend::tensor<WT, K, N>>;
     using TC = attend::tensor<float, M, N>;
     std::unique_ptr<TA> a = std::make_unique<TA>();
     std::unique_ptr<TB> b = std::make_unique<TB>();
     std::unique_ptr<TC> c = std::make_unique<TC>();
     operands() {
         for (std::size_t k = 0; k < M * K; ++k) a->data()[k] = fill_value(k, 1);
-        for (std::size_t k = 0; k < K * N; ++k) b->data()[k] = fill_value(k, 2);
+        for (std::size_t k = 0; k < K * N; ++k) b->data()[k] = WT(fill_value(k, 2));
     }
-    float b_at(std::size_t k, std::size_t j) const { return b->data()[BT ? j * K + k : k * N + j]; }
+    float b_at(std::size_t k, std::size_t j) const { return static_cast<float>(b->data()[BT ? j * K + k : k * N + j]); }
 };
 
 // ---- implementations: construct once (untimed), run() is the timed work ----
@@ -82,9 +82,9 @@ struct attend_impl {
     operands<M, K, N> o;
     void run() { *o.c = attend::matmul(*o.a, *o.b); }
 };
-template <std::size_t M, std::size_t K, std::size_t N>
+template <std::size_t M, std::size_t K, std::size_t N, class WT = float>
 struct attend_nt_impl {
-    operands<M, K, N, true> o;
+    operands<M, K, N, true, WT> o;
     void run() { *o.c = attend::matmul(*o.a, attend::transpose(*o.b)); }
 };
 
@@ -188,6 +188,11 @@ template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_nt_attend(benchmark::State& state) {
     run_bench<attend_nt_impl<M, K, N>, M, K, N>(state);
 }
+// The weight in bf16 (widened while packing), x and the product in float.
+template <std::size_t M, std::size_t K, std::size_t N>
+void matmul_nt_attend_bf16(benchmark::State& state) {
+    run_bench<attend_nt_impl<M, K, N, attend::bf16>, M, K, N>(state);
+}
 #ifdef ATTEND_HAVE_EIGEN
 template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_eigenfixed(benchmark::State& state) {
@@ -273,6 +278,7 @@ void verify_size() {
 template <std::size_t M, std::size_t K, std::size_t N>
 void verify_nt_size() {
     verify<attend_nt_impl<M, K, N>, M, K, N>("nt_attend");
+    verify<attend_nt_impl<M, K, N, attend::bf16>, M, K, N>("nt_attend_bf16");
 #ifdef ATTEND_HAVE_EIGEN
     verify<eigen_nt_impl<M, K, N>, M, K, N>("nt_eigen");
 #endif
@@ -325,6 +331,10 @@ BENCHMARK(matmul_nt_attend<8, 4096, 64>);
 BENCHMARK(matmul_nt_attend<64, 512, 512>);
 BENCHMARK(matmul_nt_attend<256, 288, 768>);
 BENCHMARK(matmul_nt_attend<256, 256, 256>);
+BENCHMARK(matmul_nt_attend_bf16<8, 4096, 64>);
+BENCHMARK(matmul_nt_attend_bf16<64, 512, 512>);
+BENCHMARK(matmul_nt_attend_bf16<256, 288, 768>);
+BENCHMARK(matmul_nt_attend_bf16<256, 256, 256>);
 #ifdef ATTEND_HAVE_EIGEN
 BENCHMARK(matmul_nt_eigen<8, 4096, 64>);
 BENCHMARK(matmul_nt_eigen<64, 512, 512>);

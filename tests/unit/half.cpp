@@ -428,6 +428,24 @@ BOOST_AUTO_TEST_CASE(matmul_small_and_over_k_blocks) {
         for (std::size_t k = 0; k < 256; ++k) acc += static_cast<double>(v(0, k)) * static_cast<double>((*w)(i[1], k));
         return acc;
     }, 1e-5);
+    // transpose(W) of 16-bit weights in the contraction (20 rows): whole panels widened and block
+    // transposed, a tail panel and a tail k block evaluated lane by lane.
+    auto x20 = std::make_unique<tensor<float, 20, 600>>();
+    auto wb = std::make_unique<tensor<bf16, 40, 600>>();
+    auto wh = std::make_unique<tensor<f16, 40, 600>>();
+    ref::fill(*x20, 39);
+    ref::fill(*wb, 40);
+    ref::fill(*wh, 41);
+    auto weight_dot = [&](const auto& wt, const ref::index& i) {
+        double acc = 0;
+        for (std::size_t k = 0; k < 600; ++k) acc += static_cast<double>((*x20)(i[0], k)) * static_cast<double>(wt(i[1], k));
+        return acc;
+    };
+    static_assert(attend::plan_of<decltype(attend::matmul(*x20, attend::transpose(*wb)))> == attend::plan::contraction);
+    tensor<float, 20, 40> cb = attend::matmul(*x20, attend::transpose(*wb));
+    ref::expect_all(cb, [&](const ref::index& i) { return weight_dot(*wb, i); }, 2e-5);
+    tensor<float, 20, 40> ch = attend::matmul(*x20, attend::transpose(*wh));
+    ref::expect_all(ch, [&](const ref::index& i) { return weight_dot(*wh, i); }, 2e-5);
     // And a bf16 x against a float weight, residual into float.
     tensor<bf16, 1, 256> vh = attend::cast<bf16>(v);
     tensor<float, 256, 96> wf;

@@ -160,20 +160,39 @@ struct contraction_items {
 #pragma GCC diagnostic ignored "-Waggressive-loop-optimizations"
 #endif
 
+// A whole panel (KC x NR) of a transposed weight in memory, its NR rows ld apart and k
+// contiguous, into `panel` (rows NR apart) by block transposes; 16-bit storage is widened row by
+// row first.
+template <class B, std::size_t NR, std::size_t KC, std::size_t ld, class F, class T>
+inline void pack_transposed(const T* w, F* panel) noexcept {
+    if constexpr (std::is_same_v<std::remove_cv_t<T>, F>) {
+        simd::transpose<NR, KC, ld, NR>(w, panel);
+    } else {
+        constexpr std::size_t W = simd::lanes<B>;
+        alignas(64) F rows[NR * KC];
+        for (std::size_t r = 0; r < NR; ++r) {
+            std::size_t k = 0;
+            for (; k + W <= KC; k += W) simd::load<B>(w + r * ld + k).store_aligned(rows + r * KC + k);
+            for (; k < KC; ++k) rows[r * KC + k] = simd::load<F>(w + r * ld + k);
+        }
+        simd::transpose<NR, KC, KC, NR>(rows, panel);
+    }
+}
+
 // Packs B[k0 .. k0+kc, j0 .. j0+NR) of the matrix at batch position p into `panel` (rows NR
 // apart), evaluating the operand lane by lane and zero-padding past ncols. A whole panel of a
-// transposed weight (`transpose(W)`, W (N, K) in memory: B's k contiguous) is transposed in
-// blocks instead, where reading lanes along j gathers one element per row of W (8 x 4096 x 64:
-// 175 against 17 µs for the same product with W (K, N), Zen 5).
+// transposed weight (`transpose(W)`, W (N, K) in memory of F or 16 bits: B's k contiguous) is
+// transposed in blocks instead, where reading lanes along j gathers one element per row of W
+// (8 x 4096 x 64 on Zen 5: 175 against 31 µs, bf16 207 against 23 µs).
 template <class B, std::size_t NR, std::size_t KC, class F, class Bop, std::size_t R>
 inline void pack_b(const Bop& b, nd_pos<R> p, std::size_t k0, std::size_t kc, std::size_t j0, std::size_t ncols, F* panel) {
     constexpr std::size_t W = simd::lanes<B>;
-    if constexpr (in_place<Bop, F, 1> && !in_place<Bop, F, 0>) {
+    if constexpr (streamed<Bop, F, 1> && !streamed<Bop, F, 0>) {
         if (kc == KC && ncols == NR) {
-            constexpr std::size_t ld = Bop::layout::template strides_at<R>[R - 1];
             p.idx[R - 2] = k0;
             p.idx[R - 1] = j0;
-            return simd::transpose<NR, KC, ld, NR>(b.data() + Bop::layout::offset(p.idx), panel);
+            constexpr std::size_t ld = Bop::layout::template strides_at<R>[R - 1];
+            return pack_transposed<B, NR, KC, ld>(b.data() + Bop::layout::offset(p.idx), panel);
         }
     }
     for (std::size_t k = 0; k < kc; ++k) {
