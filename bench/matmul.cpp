@@ -3,7 +3,7 @@
 // peak. Every matmul benchmark reports a FLOPS counter (2·M·N·K per iteration), so
 // bench/report.py prints its share of peak next to the ratio to attend.
 //
-// Template arguments are <M, K, N>: A is (M, K), B is (K, N), C is (M, N). The matmul_nt_* cases
+// Template arguments are <M, K, N>: A is (M, K), B is (K, N), C is (M, N). The matmulnt_* cases
 // hold B as (N, K) and multiply by its transpose (`matmul(a, transpose(w))`: a weight in the
 // layout of PyTorch and llama2.c checkpoints, or Q K^T); each library reads it in place its way. The issue lists the
 // sizes as triples "(8,8,8), (16,16,16), (64,64,64), (128,64,128), (256,256,256), (512,64,512)";
@@ -185,12 +185,12 @@ void matmul_attend(benchmark::State& state) {
     run_bench<attend_impl<M, K, N>, M, K, N>(state);
 }
 template <std::size_t M, std::size_t K, std::size_t N>
-void matmul_nt_attend(benchmark::State& state) {
+void matmulnt_attend(benchmark::State& state) {
     run_bench<attend_nt_impl<M, K, N>, M, K, N>(state);
 }
 // The weight in bf16 (widened while packing), x and the product in float.
 template <std::size_t M, std::size_t K, std::size_t N>
-void matmul_nt_attend_bf16(benchmark::State& state) {
+void matmulnt_attend_bf16(benchmark::State& state) {
     run_bench<attend_nt_impl<M, K, N, attend::bf16>, M, K, N>(state);
 }
 #ifdef ATTEND_HAVE_EIGEN
@@ -204,7 +204,7 @@ void matmul_eigen(benchmark::State& state) {
     run_bench<eigen_impl<M, K, N>, M, K, N>(state);
 }
 template <std::size_t M, std::size_t K, std::size_t N>
-void matmul_nt_eigen(benchmark::State& state) {
+void matmulnt_eigen(benchmark::State& state) {
     run_bench<eigen_nt_impl<M, K, N>, M, K, N>(state);
 }
 #endif
@@ -214,7 +214,7 @@ void matmul_openblas(benchmark::State& state) {
     run_bench<openblas_impl<M, K, N>, M, K, N>(state);
 }
 template <std::size_t M, std::size_t K, std::size_t N>
-void matmul_nt_openblas(benchmark::State& state) {
+void matmulnt_openblas(benchmark::State& state) {
     run_bench<openblas_nt_impl<M, K, N>, M, K, N>(state);
 }
 #endif
@@ -327,25 +327,25 @@ BENCHMARK(matmul_onednn<512, 64, 512>);
 
 // B (N, K) read transposed: a few tokens through a thin projection, prefill-sized projections of
 // a small model (stories15M's w1: 288 -> 768), a square one.
-BENCHMARK(matmul_nt_attend<8, 4096, 64>);
-BENCHMARK(matmul_nt_attend<64, 512, 512>);
-BENCHMARK(matmul_nt_attend<256, 288, 768>);
-BENCHMARK(matmul_nt_attend<256, 256, 256>);
-BENCHMARK(matmul_nt_attend_bf16<8, 4096, 64>);
-BENCHMARK(matmul_nt_attend_bf16<64, 512, 512>);
-BENCHMARK(matmul_nt_attend_bf16<256, 288, 768>);
-BENCHMARK(matmul_nt_attend_bf16<256, 256, 256>);
+BENCHMARK(matmulnt_attend<8, 4096, 64>);
+BENCHMARK(matmulnt_attend<64, 512, 512>);
+BENCHMARK(matmulnt_attend<256, 288, 768>);
+BENCHMARK(matmulnt_attend<256, 256, 256>);
+BENCHMARK(matmulnt_attend_bf16<8, 4096, 64>);
+BENCHMARK(matmulnt_attend_bf16<64, 512, 512>);
+BENCHMARK(matmulnt_attend_bf16<256, 288, 768>);
+BENCHMARK(matmulnt_attend_bf16<256, 256, 256>);
 #ifdef ATTEND_HAVE_EIGEN
-BENCHMARK(matmul_nt_eigen<8, 4096, 64>);
-BENCHMARK(matmul_nt_eigen<64, 512, 512>);
-BENCHMARK(matmul_nt_eigen<256, 288, 768>);
-BENCHMARK(matmul_nt_eigen<256, 256, 256>);
+BENCHMARK(matmulnt_eigen<8, 4096, 64>);
+BENCHMARK(matmulnt_eigen<64, 512, 512>);
+BENCHMARK(matmulnt_eigen<256, 288, 768>);
+BENCHMARK(matmulnt_eigen<256, 256, 256>);
 #endif
 #ifdef ATTEND_HAVE_OPENBLAS
-BENCHMARK(matmul_nt_openblas<8, 4096, 64>);
-BENCHMARK(matmul_nt_openblas<64, 512, 512>);
-BENCHMARK(matmul_nt_openblas<256, 288, 768>);
-BENCHMARK(matmul_nt_openblas<256, 256, 256>);
+BENCHMARK(matmulnt_openblas<8, 4096, 64>);
+BENCHMARK(matmulnt_openblas<64, 512, 512>);
+BENCHMARK(matmulnt_openblas<256, 288, 768>);
+BENCHMARK(matmulnt_openblas<256, 256, 256>);
 #endif
 
 int main(int argc, char** argv) {
