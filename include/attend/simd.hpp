@@ -566,7 +566,14 @@ inline void keep_memory_order() noexcept {
 struct no_row_work {
     void operator()(std::size_t) const noexcept {}
 };
-template <std::size_t NQ, std::size_t D, class B, class F, class T, class After = no_row_work>
+// Whether dot_block can read rows of T as their even and odd elements (its Split: bf16, a shift
+// and a mask of 32-bit lanes for 2W values, where widening in order takes two shuffles and two
+// shifts); its queries are then split the same way (split_even_odd: D/2 even values, then D/2 odd).
+template <class B, class T, std::size_t D>
+inline constexpr bool split_keys = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<std::remove_cv_t<T>, bf16> &&
+                                   D % (2 * lanes<B>) == 0;
+
+template <std::size_t NQ, std::size_t D, bool Split = false, class B, class F, class T, class After = no_row_work>
 __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ],
                                                      After&& after_row = {}) noexcept {
     // G keys at a time, each key's row read whole before the next (Zen 5 streamed K at half the
@@ -587,11 +594,32 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
         for (auto& row : acc)
             for (auto& a : row) a = B(F(0));
         for (std::size_t r = 0; r < G; ++r) {
-            for (std::size_t d = 0; d < DW; d += W) {
-                const B kv = load<B>(k + (g + r) * ldk + d);  // T: F, or 16-bit widened
-                for (std::size_t i = 0; i < NQ; ++i) {
-                    if constexpr (q_regs) acc[i][r] = simd::fma(qr[i][d / W], kv, acc[i][r]);
-                    else acc[i][r] = simd::fma(B::load_unaligned(q + i * D + d), kv, acc[i][r]);
+            if constexpr (Split) {
+                static_assert(split_keys<B, T, D>, "attend internal: dot_block: Split needs bf16 rows of whole 2W vectors");
+                // lanes of k: even elements d, d+2, ... then odd d+1, d+3, ...; q split the same way
+                // (its even vector at d/2, its odd one at D/2 + d/2: with q in registers, qr[i][d/W]
+                // and qr[i][d/W + 1] below).
+                for (std::size_t d = 0; d < D; d += 2 * W) {
+                    B ke, ko;
+                    widen_even_odd<true>(k + (g + r) * ldk + d, ke, ko);
+                    for (std::size_t i = 0; i < NQ; ++i) {
+                        const std::size_t e = d / 2, o = D / 2 + d / 2;
+                        if constexpr (q_regs) {
+                            acc[i][r] = simd::fma(qr[i][e / W], ke, acc[i][r]);
+                            acc[i][r] = simd::fma(qr[i][o / W], ko, acc[i][r]);
+                        } else {
+                            acc[i][r] = simd::fma(B::load_unaligned(q + i * D + e), ke, acc[i][r]);
+                            acc[i][r] = simd::fma(B::load_unaligned(q + i * D + o), ko, acc[i][r]);
+                        }
+                    }
+                }
+            } else {
+                for (std::size_t d = 0; d < DW; d += W) {
+                    const B kv = load<B>(k + (g + r) * ldk + d);  // T: F, or 16-bit widened
+                    for (std::size_t i = 0; i < NQ; ++i) {
+                        if constexpr (q_regs) acc[i][r] = simd::fma(qr[i][d / W], kv, acc[i][r]);
+                        else acc[i][r] = simd::fma(B::load_unaligned(q + i * D + d), kv, acc[i][r]);
+                    }
                 }
             }
             keep_memory_order();  // row g + r read whole before the next

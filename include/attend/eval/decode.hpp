@@ -202,8 +202,12 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
 // S = Q K_tile^T, W keys at a time, each key row read whole and in order for each group of
 // queries held in registers (the next group finds the rows in L1/L2). Zen 5 streamed K from DRAM
 // at half the speed when rows were interleaved or each K vector met four query loads. The last
-// group, reading from L2, requests the tile's V rows.
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, class F, class T, class Ahead>
+// group, reading from L2, requests the tile's V rows. Split: bf16 key rows read as their even and
+// odd elements, q split the same way (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000
+// keys on Zen 5: 1.01-1.08 -> 0.87-0.89 ms with either compiler; the one- and two-query stream
+// keeps widening in order, clang++ ran it 1.6x slower split).
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class T,
+          class Ahead>
 inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead v_rows) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, D>;
     constexpr std::size_t groups = (NQ + QG - 1) / QG;
@@ -215,7 +219,8 @@ inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead 
                 auto request = [&](std::size_t r) __attribute__((always_inline)) {
                     if constexpr (G + 1 == groups) v_rows.template request<DV>(jb + r);
                 };
-                simd::dot_block<rows, D>(q + G * QG * D, k + jb * ldk, ldk, *reinterpret_cast<B(*)[rows]>(sc + G * QG), request);
+                simd::dot_block<rows, D, Split>(q + G * QG * D, k + jb * ldk, ldk,
+                                                                     *reinterpret_cast<B(*)[rows]>(sc + G * QG), request);
             };
             (group.template operator()<I>(), ...);
         }(std::make_index_sequence<groups>{});
@@ -378,6 +383,15 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             sp.idx[Rs - 1] = d;
             qbuf[i * D + d] = read<F>(q, nd_pos<Rs>{sp.idx});
         }
+    // The tile stages read bf16 key rows in place as even and odd elements, against the queries
+    // split the same way (decode_scores).
+    constexpr bool split = [] {
+        if constexpr (streamed<Kt, F, 1> && !G::stream) return simd::split_keys<B, typename Kt::value_type, D>;
+        else return false;
+    }();
+    alignas(64) F qsplit[split ? NQ * D : 1];
+    if constexpr (split)
+        for (std::size_t i = 0; i < NQ; ++i) simd::split_even_odd(qbuf + i * D, D / 2, qsplit + i * D, qsplit + i * D + D / 2);
     using Tree = decltype(with_tile(sc, tile_leaf<F, Ss, false>{{}, nullptr}));
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
         // K and V rows where they lie when whole blocks of W keys stream from memory (16-bit
@@ -393,7 +407,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             return decode_stream<B, NQ, KB, BN, D, DV, G::RK>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s);
         }
         if constexpr (blocks)
-            with_rows_ahead<false, F>(v, ob, j0, ahead, [&, k = k, ldk = ldk](auto v_rows) { decode_scores<B, NQ, KB, BN, D, DV>(qbuf, k, ldk, st, v_rows); });
+            with_rows_ahead<false, F>(v, ob, j0, ahead, [&, k = k, ldk = ldk](auto v_rows) { decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, v_rows); });
         else dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
