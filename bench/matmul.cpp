@@ -184,15 +184,6 @@ template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_attend(benchmark::State& state) {
     run_bench<attend_impl<M, K, N>, M, K, N>(state);
 }
-template <std::size_t M, std::size_t K, std::size_t N>
-void matmulnt_attend(benchmark::State& state) {
-    run_bench<attend_nt_impl<M, K, N>, M, K, N>(state);
-}
-// The weight in bf16 (widened while packing), x and the product in float.
-template <std::size_t M, std::size_t K, std::size_t N>
-void matmulnt_attend_bf16(benchmark::State& state) {
-    run_bench<attend_nt_impl<M, K, N, attend::bf16>, M, K, N>(state);
-}
 #ifdef ATTEND_HAVE_EIGEN
 template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_eigenfixed(benchmark::State& state) {
@@ -203,19 +194,11 @@ template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_eigen(benchmark::State& state) {
     run_bench<eigen_impl<M, K, N>, M, K, N>(state);
 }
-template <std::size_t M, std::size_t K, std::size_t N>
-void matmulnt_eigen(benchmark::State& state) {
-    run_bench<eigen_nt_impl<M, K, N>, M, K, N>(state);
-}
 #endif
 #ifdef ATTEND_HAVE_OPENBLAS
 template <std::size_t M, std::size_t K, std::size_t N>
 void matmul_openblas(benchmark::State& state) {
     run_bench<openblas_impl<M, K, N>, M, K, N>(state);
-}
-template <std::size_t M, std::size_t K, std::size_t N>
-void matmulnt_openblas(benchmark::State& state) {
-    run_bench<openblas_nt_impl<M, K, N>, M, K, N>(state);
 }
 #endif
 #ifdef ATTEND_HAVE_DNNL
@@ -275,15 +258,22 @@ void verify_size() {
 #endif
 }
 
+// B (N, K) read transposed, every implementation checked, then registered as
+// matmulnt_<impl><M, K, N> (attend_bf16: the weight in bf16, widened while packing).
 template <std::size_t M, std::size_t K, std::size_t N>
-void verify_nt_size() {
-    verify<attend_nt_impl<M, K, N>, M, K, N>("nt_attend");
-    verify<attend_nt_impl<M, K, N, attend::bf16>, M, K, N>("nt_attend_bf16");
+void nt_case() {
+    const std::string args = "<" + std::to_string(M) + ", " + std::to_string(K) + ", " + std::to_string(N) + ">";
+    auto add = [&]<class Impl>(const char* impl) {
+        verify<Impl, M, K, N>((std::string("nt_") + impl).c_str());
+        benchmark::RegisterBenchmark((std::string("matmulnt_") + impl + args).c_str(), run_bench<Impl, M, K, N>);
+    };
+    add.template operator()<attend_nt_impl<M, K, N>>("attend");
+    add.template operator()<attend_nt_impl<M, K, N, attend::bf16>>("attend_bf16");
 #ifdef ATTEND_HAVE_EIGEN
-    verify<eigen_nt_impl<M, K, N>, M, K, N>("nt_eigen");
+    add.template operator()<eigen_nt_impl<M, K, N>>("eigen");
 #endif
 #ifdef ATTEND_HAVE_OPENBLAS
-    verify<openblas_nt_impl<M, K, N>, M, K, N>("nt_openblas");
+    add.template operator()<openblas_nt_impl<M, K, N>>("openblas");
 #endif
 }
 
@@ -325,29 +315,6 @@ BENCHMARK(matmul_onednn<256, 256, 256>);
 BENCHMARK(matmul_onednn<512, 64, 512>);
 #endif
 
-// B (N, K) read transposed: a few tokens through a thin projection, prefill-sized projections of
-// a small model (stories15M's w1: 288 -> 768), a square one.
-BENCHMARK(matmulnt_attend<8, 4096, 64>);
-BENCHMARK(matmulnt_attend<64, 512, 512>);
-BENCHMARK(matmulnt_attend<256, 288, 768>);
-BENCHMARK(matmulnt_attend<256, 256, 256>);
-BENCHMARK(matmulnt_attend_bf16<8, 4096, 64>);
-BENCHMARK(matmulnt_attend_bf16<64, 512, 512>);
-BENCHMARK(matmulnt_attend_bf16<256, 288, 768>);
-BENCHMARK(matmulnt_attend_bf16<256, 256, 256>);
-#ifdef ATTEND_HAVE_EIGEN
-BENCHMARK(matmulnt_eigen<8, 4096, 64>);
-BENCHMARK(matmulnt_eigen<64, 512, 512>);
-BENCHMARK(matmulnt_eigen<256, 288, 768>);
-BENCHMARK(matmulnt_eigen<256, 256, 256>);
-#endif
-#ifdef ATTEND_HAVE_OPENBLAS
-BENCHMARK(matmulnt_openblas<8, 4096, 64>);
-BENCHMARK(matmulnt_openblas<64, 512, 512>);
-BENCHMARK(matmulnt_openblas<256, 288, 768>);
-BENCHMARK(matmulnt_openblas<256, 256, 256>);
-#endif
-
 int main(int argc, char** argv) {
     // Single-threaded baselines.
 #ifdef ATTEND_HAVE_OPENBLAS
@@ -368,9 +335,11 @@ int main(int argc, char** argv) {
     verify_size<128, 64, 128>();
     verify_size<256, 256, 256>();
     verify_size<512, 64, 512>();
-    verify_nt_size<8, 4096, 64>();
-    verify_nt_size<64, 512, 512>();
-    verify_nt_size<256, 288, 768>();
-    verify_nt_size<256, 256, 256>();
+    // B (N, K) read transposed: a few tokens through a thin projection, prefill-sized projections
+    // of a small model (stories15M's w1: 288 -> 768), a square one.
+    nt_case<8, 4096, 64>();
+    nt_case<64, 512, 512>();
+    nt_case<256, 288, 768>();
+    nt_case<256, 256, 256>();
     return bench::run_benchmarks(argc, argv, !failed, "matmul");
 }

@@ -596,9 +596,8 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
         for (std::size_t r = 0; r < G; ++r) {
             if constexpr (Split) {
                 static_assert(split_keys<B, T, D>, "attend internal: dot_block: Split needs bf16 rows of whole 2W vectors");
-                // lanes of k: even elements d, d+2, ... then odd d+1, d+3, ...; q split the same way
-                // (its even vector at d/2, its odd one at D/2 + d/2: with q in registers, qr[i][d/W]
-                // and qr[i][d/W + 1] below).
+                // 2W elements of k from d as its even and odd lanes; q split the same way: its even
+                // values of this stretch at d/2, its odd ones at D/2 + d/2.
                 for (std::size_t d = 0; d < D; d += 2 * W) {
                     B ke, ko;
                     widen_even_odd<true>(k + (g + r) * ldk + d, ke, ko);

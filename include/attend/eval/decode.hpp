@@ -204,7 +204,7 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
 // at half the speed when rows were interleaved or each K vector met four query loads. The last
 // group, reading from L2, requests the tile's V rows. Split: bf16 key rows read as their even and
 // odd elements, q split the same way (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000
-// keys on Zen 5: 1.01-1.08 -> 0.87-0.89 ms with either compiler; the one- and two-query stream
+// keys on Zen 5: 0.91-1.05 -> 0.82-0.85 ms with either compiler; the one- and two-query stream
 // keeps widening in order, clang++ ran it 1.6x slower split).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class T,
           class Ahead>
@@ -219,8 +219,8 @@ inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead 
                 auto request = [&](std::size_t r) __attribute__((always_inline)) {
                     if constexpr (G + 1 == groups) v_rows.template request<DV>(jb + r);
                 };
-                simd::dot_block<rows, D, Split>(q + G * QG * D, k + jb * ldk, ldk,
-                                                                     *reinterpret_cast<B(*)[rows]>(sc + G * QG), request);
+                simd::dot_block<rows, D, Split>(q + G * QG * D, k + jb * ldk, ldk, *reinterpret_cast<B(*)[rows]>(sc + G * QG),
+                                                request);
             };
             (group.template operator()<I>(), ...);
         }(std::make_index_sequence<groups>{});
