@@ -170,4 +170,31 @@ BOOST_AUTO_TEST_CASE(exp2_eighths_against_double) {
     BOOST_TEST(std::abs(attend::simd::exp2_eighths(-12.0f) - 0.35355339f) <= 1e-7f);
 }
 
+// simd::transpose (the transposed-weight pack, the attention nest's query tiles) at shapes whose
+// 8 x 8 register blocks (AVX) and element tails meet in every arrangement, with row strides wider
+// than the rows: each element lands where it belongs, and nothing past the rows is written.
+namespace {
+template <std::size_t Rows, std::size_t Cols, std::size_t LDS, std::size_t LDD>
+void check_transpose() {
+    std::vector<float> src(Rows * LDS), dst(Cols * LDD, -1.0f);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+    attend::simd::transpose<Rows, Cols, LDS, LDD>(src.data(), dst.data());
+    std::size_t wrong = 0;
+    for (std::size_t c = 0; c < Cols; ++c)
+        for (std::size_t r = 0; r < LDD; ++r) wrong += dst[c * LDD + r] != (r < Rows ? src[r * LDS + c] : -1.0f);
+    BOOST_TEST(wrong == 0u, Rows << " x " << Cols << " (ld " << LDS << ", " << LDD << ")");
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(block_transposes) {
+    check_transpose<16, 16, 16, 16>();
+    check_transpose<32, 48, 50, 40>();
+    check_transpose<24, 40, 40, 24>();
+    check_transpose<40, 24, 27, 41>();
+    check_transpose<16, 8, 8, 16>();
+    check_transpose<8, 32, 33, 8>();
+    check_transpose<37, 53, 53, 37>();
+    check_transpose<5, 3, 3, 5>();
+}
+
 BOOST_AUTO_TEST_SUITE_END()
