@@ -60,6 +60,16 @@ struct decode_tiling {
     // One or two queries whose outputs fit in registers take the stream (decode_stream): every
     // stage over W keys at a time, K and V rows read alternately in W-row blocks.
     static constexpr bool stream = DV % W == 0 && NQ * (DV / W) <= 16 && NQ <= 2;
+    // Keys ahead whose K and V rows the stream requests into L2 when the cache streams from DRAM
+    // (0: none). Zen 5, 32 x 1 heads over 4000 keys (docs/performance.md, "day"): with clang++ 32
+    // rows ahead ran a bf16 cache 1.75-1.89 -> 1.56-1.64 ms and a float one 3.35-3.50 ->
+    // 3.22-3.30 (bf16 with 16 rows 1.88-1.91, with 64 1.83-1.84); with g++, which reads faster
+    // without (bf16 1.29-1.34 ms), every distance tried (32, 128) was slower (bf16 1.52-1.66).
+#if defined(__clang__)
+    static constexpr std::size_t stream_ahead = 32;
+#else
+    static constexpr std::size_t stream_ahead = 0;
+#endif
 };
 
 // Bytes per element of an operand as stored (memory), or as computed (an expression).
@@ -305,12 +315,15 @@ inline void decode_pv(const F* pt, const F* v, std::size_t ldv, const F* alpha, 
 // All stages over W keys at a time for NQ queries whose outputs stay in registers: scores of
 // the block, the score tree on them, the online softmax, and P V into the outputs. Where the
 // tile-at-a-time stages read K and then V in 128 KiB runs (one memory stream at a time), this
-// reads both, W rows each in turn, as llama.cpp's per-key loop does.
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, std::size_t RK, class F,
-          class TK, class TV, class Tree, std::size_t Rs>
+// reads both, W rows each in turn, as llama.cpp's per-key loop does. With each V row it requests
+// the K and V rows Ahead keys on (up to row `last`) through k_rows and v_rows (rows_ahead, or
+// no_rows_ahead: nothing).
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, std::size_t RK, std::size_t Ahead,
+          class F, class TK, class TV, class Tree, std::size_t Rs, class KAhead, class VAhead>
 __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k, std::size_t ldk, const TV* v, std::size_t ldv,
                                                          const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
-                                                         const decode_state<F, NQ, DV>& s) noexcept {
+                                                         const decode_state<F, NQ, DV>& s, KAhead k_rows, VAhead v_rows,
+                                                         std::size_t last) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W;
     constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
     static_assert(KB % W == 0);
@@ -345,6 +358,9 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
                 for (std::size_t c = 0; c < NV; ++c) o[i][c] = simd::fma(pj, vv[c], o[i][c]);
             }
             simd::keep_memory_order();  // V row by row (clang interleaved them)
+            const std::size_t r = std::min(jb + Ahead + j, last);
+            k_rows.template request<D>(r);
+            v_rows.template request<DV>(r);
         }
     }
     for (std::size_t i = 0; i < NQ; ++i) {
@@ -404,7 +420,14 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         const auto [k, ldk] = rows.template operator()<true, D, blocks && streamed<Kt, F, 1>>(kt, sp, kpack);
         if constexpr (G::stream && blocks) {
             const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
-            return decode_stream<B, NQ, KB, BN, D, DV, G::RK>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s);
+            constexpr std::size_t A = G::stream_ahead;
+            if constexpr (A > 0 && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
+                if (ahead)
+                    return decode_stream<B, NQ, KB, BN, D, DV, G::RK, A>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s,
+                                                                         rows_ahead<typename Kt::value_type>{k, ldk},
+                                                                         rows_ahead<typename Vl::value_type>{vr, ldv}, je - j0 - 1);
+            return decode_stream<B, NQ, KB, BN, D, DV, G::RK, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, no_rows_ahead{},
+                                                                 no_rows_ahead{}, 0);
         }
         if constexpr (blocks)
             with_rows_ahead<false, F>(v, ob, j0, ahead, [&, k = k, ldk = ldk](auto v_rows) { decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, v_rows); });
