@@ -61,10 +61,8 @@ struct decode_tiling {
     // stage over W keys at a time, K and V rows read alternately in W-row blocks.
     static constexpr bool stream = DV % W == 0 && NQ * (DV / W) <= 16 && NQ <= 2;
     // Keys ahead whose K and V rows the stream requests into L2 when the cache streams from DRAM
-    // (0: none). Zen 5, 32 x 1 heads over 4000 keys (docs/performance.md, "day"): with clang++ 32
-    // rows ahead ran a bf16 cache 1.75-1.89 -> 1.56-1.64 ms and a float one 3.35-3.50 ->
-    // 3.22-3.30 (bf16 with 16 rows 1.88-1.91, with 64 1.83-1.84); with g++, which reads faster
-    // without (bf16 1.29-1.34 ms), every distance tried (32, 128) was slower (bf16 1.52-1.66).
+    // (0: none): on Zen 5 clang++'s stream read 32 x 1 heads 1.1-1.2x faster with 32; g++'s reads
+    // faster without and was slower at every distance tried (docs/performance.md, "day").
 #if defined(__clang__)
     static constexpr std::size_t stream_ahead = 32;
 #else
