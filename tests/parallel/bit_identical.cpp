@@ -3,14 +3,21 @@
 // and a column tail; a packed B panel), one-row matvecs in both weight layouts, and elementwise
 // trees (dense, broadcast, index-generated), at sizes above the parallel threshold; decode over
 // eight KV heads too, and decode split across threads within a bound (its merge reassociates).
-// A plain main.
+// The team that runs the loops: items reach a second thread, nested loops and loops inside the
+// user's OpenMP region run serially, loops from two threads at once both finish, and the team
+// wakes after sleeping. A plain main.
 #include <attend/attend.hpp>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <omp.h>
+#include <set>
+#include <thread>
+#include <vector>
 
 namespace {
 template <class T>
@@ -51,9 +58,81 @@ bool close_enough(const char* what, double tol, Make&& make) {
     std::printf("%s: max difference %g of %g (%s)\n", what, err, mag, ok ? "within the bound" : "TOO FAR");
     return ok;
 }
+
+using attend::detail::parallel_for;
+using namespace std::chrono_literals;
+
+// Items that each take `busy` run on more than one thread, and every item runs once.
+bool team_spreads(const char* what, std::size_t n, std::chrono::microseconds busy) {
+    std::vector<std::thread::id> who(n);
+    std::vector<int> runs(n, 0);
+    parallel_for(n, true, [&](std::size_t i) {
+        const auto until = std::chrono::steady_clock::now() + busy;
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        who[i] = std::this_thread::get_id();
+        runs[i] += 1;
+    });
+    const std::set<std::thread::id> threads(who.begin(), who.end());
+    const bool once = std::all_of(runs.begin(), runs.end(), [](int r) { return r == 1; });
+    const bool ok = once && threads.size() == 2;
+    std::printf("team, %s: %zu items on %zu threads%s (%s)\n", what, n, threads.size(), once ? "" : ", some not once",
+                ok ? "ok" : "WRONG");
+    return ok;
+}
+
+// The sum of 0 .. n - 1 by a loop of n items, each adding its index (atomically).
+std::size_t sum_by_loop(std::size_t n, bool nested = false) {
+    std::atomic<std::size_t> sum{0};
+    parallel_for(n, true, [&](std::size_t i) {
+        if (nested) {
+            parallel_for(4, true, [&](std::size_t) { sum.fetch_add(i, std::memory_order_relaxed); });
+            sum.fetch_sub(3 * i, std::memory_order_relaxed);
+        } else {
+            sum.fetch_add(i, std::memory_order_relaxed);
+        }
+    });
+    return sum.load();
+}
+
+bool team_cases() {
+    omp_set_num_threads(2);
+    bool ok = team_spreads("busy items", 8, 2000us);
+    std::this_thread::sleep_for(50ms);  // the workers sleep by now
+    ok &= team_spreads("after a sleep", 8, 2000us);
+    bool sums = true;
+    for (std::size_t r = 0; r < 100000; ++r) sums &= sum_by_loop(2 + r % 7) == (2 + r % 7) * (1 + r % 7) / 2;
+    std::printf("team, 100000 short loops in a row: %s\n", sums ? "every sum right" : "WRONG");
+    ok &= sums;
+    const bool nested = sum_by_loop(64, true) == 64 * 63 / 2;
+    std::printf("team, a loop inside a loop: %s\n", nested ? "right" : "WRONG");
+    ok &= nested;
+    std::size_t in_region = 0;
+#pragma omp parallel num_threads(2) reduction(+ : in_region)
+    in_region += sum_by_loop(100) == 4950;
+    std::printf("team, loops inside an OpenMP region of two threads: %zu of 2 right\n", in_region);
+    ok &= in_region == 2;
+    std::atomic<int> right{0};
+    {
+        std::vector<std::thread> users;
+        for (int u = 0; u < 2; ++u)
+            users.emplace_back([&] {
+                bool all = true;
+                for (std::size_t r = 0; r < 20000; ++r) all &= sum_by_loop(2 + r % 5) == (2 + r % 5) * (1 + r % 5) / 2;
+                right += all;
+            });
+        for (auto& t : users) t.join();
+    }
+    std::printf("team, two threads of the user's looping at once: %d of 2 right\n", right.load());
+    ok &= right == 2;
+    omp_set_num_threads(1);
+    ok &= sum_by_loop(10) == 45;
+    return ok;
+}
 }  // namespace
 
 int main() {
+    bool team_ok = team_cases();
     using attend::tensor;
     auto q = std::make_unique<tensor<float, 4, 256, 64>>(), k = std::make_unique<tensor<float, 4, 256, 64>>(),
          v = std::make_unique<tensor<float, 4, 256, 64>>();
@@ -119,5 +198,5 @@ int main() {
     ok &= identical<tensor<float, 4, 128, 200>>("elementwise, broadcast and index", [&] {
         return attend::masked_fill(*y + bias, attend::iota<2, 4, 128, 200>() > attend::iota<1, 4, 128, 200>(), 0.0f);
     });
-    return ok ? 0 : 1;
+    return ok && team_ok ? 0 : 1;
 }
