@@ -2,12 +2,11 @@
 //
 // Serial unless the translation unit defines ATTEND_PARALLEL and is built with OpenMP (CMake:
 // link attend::parallel). OpenMP sets how many threads run (OMP_NUM_THREADS,
-// omp_set_num_threads); the items run on a team of attend's own: persistent workers that wait
-// for work spinning, then asleep, and take items one at a time from a shared counter (a dynamic
-// schedule, which balances causal attention). A one-token model step starts ~50 loops of a few
-// microseconds each, and an OpenMP region cost 3.5 µs to start and join on a Zen 5 VM (the
-// team's handshake: one cache line each way; docs/design.md). Work items never share output, so
-// results are bit-identical to serial.
+// omp_set_num_threads); the items run on a team of attend's own, persistent workers that wait
+// spinning (then asleep) and take items one at a time from a shared counter (a dynamic schedule,
+// which balances causal attention). A one-token model step runs ~50 loops of a few microseconds,
+// and an OpenMP region cost several times what the team's handshake does (docs/design.md).
+// Work items never share output, so results are bit-identical to serial.
 #pragma once
 
 #include <cstddef>
