@@ -16,6 +16,8 @@
 #include <memory>
 #include <omp.h>
 #include <set>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <thread>
 #include <vector>
 
@@ -62,8 +64,9 @@ bool close_enough(const char* what, double tol, Make&& make) {
 using attend::detail::parallel_for;
 using namespace std::chrono_literals;
 
-// Items that each take `busy` run on more than one thread, and every item runs once.
-bool team_spreads(const char* what, std::size_t n, std::chrono::microseconds busy) {
+// How many threads ran a loop of n items that each take `busy`; 0 when some item did not run
+// exactly once.
+std::size_t threads_used(std::size_t n, std::chrono::microseconds busy) {
     std::vector<std::thread::id> who(n);
     std::vector<int> runs(n, 0);
     parallel_for(n, true, [&](std::size_t i) {
@@ -73,12 +76,15 @@ bool team_spreads(const char* what, std::size_t n, std::chrono::microseconds bus
         who[i] = std::this_thread::get_id();
         runs[i] += 1;
     });
-    const std::set<std::thread::id> threads(who.begin(), who.end());
     const bool once = std::all_of(runs.begin(), runs.end(), [](int r) { return r == 1; });
-    const bool ok = once && threads.size() == 2;
-    std::printf("team, %s: %zu items on %zu threads%s (%s)\n", what, n, threads.size(), once ? "" : ", some not once",
-                ok ? "ok" : "WRONG");
-    return ok;
+    return once ? std::set<std::thread::id>(who.begin(), who.end()).size() : 0;
+}
+
+// Busy items run on both threads, each once.
+bool team_spreads(const char* what, std::size_t n, std::chrono::microseconds busy) {
+    const std::size_t threads = threads_used(n, busy);
+    std::printf("team, %s: %zu items on %zu threads (%s)\n", what, n, threads, threads == 2 ? "ok" : "WRONG");
+    return threads == 2;
 }
 
 // The sum of 0 .. n - 1 by a loop of n items, each adding its index (atomically).
@@ -125,6 +131,17 @@ bool team_cases() {
     }
     std::printf("team, two threads of the user's looping at once: %d of 2 right\n", right.load());
     ok &= right == 2;
+    std::fflush(stdout);
+    if (const pid_t child = fork(); child == 0) {  // the child has no workers: its loops run serially
+        alarm(10);                                     // (a loop that waits for them fails the test)
+        std::_Exit(sum_by_loop(1000) == 1000 * 999 / 2 && threads_used(4, 100us) == 1 ? 0 : 1);
+    } else {
+        int status = -1;
+        waitpid(child, &status, 0);
+        const bool child_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        std::printf("team, loops in a forked child: %s\n", child_ok ? "right, on one thread" : "WRONG");
+        ok &= child_ok;
+    }
     omp_set_num_threads(1);
     ok &= sum_by_loop(10) == 45;
     return ok;

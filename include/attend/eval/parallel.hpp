@@ -24,6 +24,9 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+#if defined(__unix__)
+#include <pthread.h>
+#endif
 #endif
 
 namespace attend {
@@ -61,10 +64,19 @@ public:
         static team t;
         return t;
     }
-    team() = default;
+    // A child process of fork() has none of the workers: its loops run serially.
+    team() {
+#if defined(__unix__)
+        pthread_atfork(nullptr, nullptr, [] { get().forked_ = true; });
+#endif
+    }
     team(const team&) = delete;
     team& operator=(const team&) = delete;
     ~team() {
+        if (forked_) {  // the threads are the parent's: leave their handles be
+            new std::vector<std::thread>(std::move(workers_));
+            return;
+        }
         post_.store(stop, std::memory_order_seq_cst);
         post_.notify_all();
         for (auto& w : workers_) w.join();
@@ -74,6 +86,7 @@ public:
     // another thread has the team.
     template <class F>
     bool run(std::size_t n, std::size_t threads, F& f) {
+        if (forked_) return false;
         std::unique_lock lock(m_, std::try_to_lock);
         if (!lock) return false;
         threads = std::min<std::size_t>(threads, max_threads);
@@ -134,6 +147,7 @@ private:
     }
 
     std::mutex m_;
+    bool forked_ = false;
     std::vector<std::thread> workers_;
     std::uint64_t loop_ = 0;
     void (*call_)(void*, std::size_t) = nullptr;
