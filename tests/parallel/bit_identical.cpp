@@ -4,8 +4,8 @@
 // trees (dense, broadcast, index-generated), at sizes above the parallel threshold; decode over
 // eight KV heads too, and decode split across threads within a bound (its merge reassociates).
 // The team that runs the loops: items reach a second thread, nested loops and loops inside the
-// user's OpenMP region run serially, loops from two threads at once both finish, and the team
-// wakes after sleeping. A plain main.
+// user's OpenMP region run serially, loops from two threads at once both finish, the team wakes
+// after sleeping, and a forked child's loops run serially. A plain main.
 #include <attend/attend.hpp>
 #include <algorithm>
 #include <atomic>

@@ -506,7 +506,7 @@ void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* ou
     using State = decode_state<F, NQ, DV>;
     constexpr std::size_t batches = S::size / (NQ * DV), per_part = NQ * (DV + 2), BN = G::BN;
     // Heads run on all threads from 64 Ki multiply-adds over the capacity (a loop on the team costs
-    // ~1 µs: stories15M's six heads of 48 at 2 threads, 55 -> 45 µs a token).
+    // under 1 µs: stories15M's six heads of 48 at 2 threads, 55 -> 45 µs a token).
     constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 16);
     // Chunks of keys per batch index: only when there are fewer batch indices than threads, and
     // only as many as the stack budget holds parts for.

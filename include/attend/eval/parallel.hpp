@@ -20,7 +20,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -100,7 +99,7 @@ public:
         next_.store(0, std::memory_order_relaxed);
         finished_.store(0, std::memory_order_relaxed);
         loop_ += 1;
-        post_.store(loop_ << 8 | threads, std::memory_order_seq_cst);
+        post_.store(loop_ << 8 | threads, std::memory_order_seq_cst);  // threads <= max_threads: 8 bits
         if (sleepers_.load(std::memory_order_seq_cst) > 0) post_.notify_all();
         take_items();
         while (finished_.load(std::memory_order_acquire) + 1 < threads) spin_pause();
@@ -139,7 +138,7 @@ private:
         for (;;) {
             seen = next_post(seen);
             if (seen == stop) return;
-            if (index < (seen & 0xff)) {
+            if (index < (seen & max_threads)) {
                 take_items();
                 finished_.fetch_add(1, std::memory_order_release);
             }
