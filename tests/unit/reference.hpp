@@ -81,20 +81,31 @@ inline bool close(double got, double want, double rel) {
 template <class T>
 constexpr double tolerance = sizeof(T) == 4 ? 2e-6 : 1e-13;
 
-// Checks every element of `got` against want(idx) computed in double.
-template <class Out, class Want>
-void expect_all(const Out& got, Want want, double rel = tolerance<typename Out::value_type>) {
+// Checks got[i] against want[i] for every element (positions shown through the extents). Not a
+// template: the Boost.Test reporting is compiled once, not once per checked expression.
+inline void expect_values(const std::vector<double>& got, const std::vector<double>& want,
+                          const std::vector<std::size_t>& ext, double rel) {
     std::size_t bad = 0;
-    for_each_index(extents_of<Out>(), [&](const index& idx, std::size_t flat) {
-        const double w = want(idx);
-        const double g = static_cast<double>(got.data()[flat]);
-        if (!close(g, w, rel) && bad++ < 5) {
+    for_each_index(ext, [&](const index& idx, std::size_t flat) {
+        if (!close(got[flat], want[flat], rel) && bad++ < 5) {
             std::string where;
             for (auto i : idx) where += std::to_string(i) + ",";
-            BOOST_ERROR("at (" << where << "): got " << g << ", want " << w);
+            BOOST_ERROR("at (" << where << "): got " << got[flat] << ", want " << want[flat]);
         }
     });
     BOOST_CHECK_EQUAL(bad, 0u);
+}
+
+// Checks every element of `got` against want(idx) computed in double.
+template <class Out, class Want>
+void expect_all(const Out& got, Want want, double rel = tolerance<typename Out::value_type>) {
+    const auto ext = extents_of<Out>();
+    std::vector<double> g(Out::size), w(Out::size);
+    for_each_index(ext, [&](const index& idx, std::size_t flat) {
+        w[flat] = want(idx);
+        g[flat] = static_cast<double>(got.data()[flat]);
+    });
+    expect_values(g, w, ext, rel);
 }
 
 }  // namespace ref

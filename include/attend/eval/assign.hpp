@@ -58,11 +58,21 @@ void with_temporary(F&& f) {
     }
 }
 
+// Whether tree E holds a take node (the only kind with run-time preconditions).
+template <class E>
+constexpr bool has_take() {
+    if constexpr (is_kind<E, kind::take>) return true;
+    else if constexpr (category_of<E> == category::leaf) return false;
+    else return any_child<E>([]<class C>() { return has_take<C>(); });
+}
+
 // Run-time preconditions of a tree (take's indices), checked once before anything is read.
 template <class E>
 void check_run_time(const E& e) {
-    if constexpr (is_kind<E, kind::take>) e.check_indices();
-    for_each_child(e, [](const auto& c) { check_run_time(c); });
+    if constexpr (has_take<E>()) {
+        if constexpr (is_kind<E, kind::take>) e.check_indices();
+        for_each_child(e, [](const auto& c) { check_run_time(c); });
+    }
 }
 
 template <class Arch, class Op, class S, class T, class E>
@@ -81,7 +91,10 @@ void assign(T* out, E&& expr) {
                 else return operand(std::forward<E>(expr));
             }();
             check_run_time(node);
-            if (must_use_temporary<S>(out, node)) {
+            if constexpr (std::is_same_v<Op, op::eval> || std::is_same_v<Op, op::construct>) {
+                // A tensor being made: no leaf can read it, so no check and no temporary path.
+                run_plan<Arch, S>(out, node);
+            } else if (must_use_temporary<S>(out, node)) {
                 with_temporary<T, S::size>([&](T* tmp) {
                     run_plan<Arch, S>(tmp, node);
                     std::copy(tmp, tmp + S::size, out);

@@ -89,7 +89,7 @@ interval bounds(const E& e, const box<R>& b) {
     if constexpr (is_kind<E, kind::scalar>) {
         return {double(e.value), double(e.value)};
     } else if constexpr (is_kind<E, kind::map>) {
-        return std::apply([&](const auto&... a) { return combine(typename E::rule_op{}, bounds(a, b)...); }, e.children());
+        return unpack(e.children(), [&](const auto&... a) { return combine(typename E::rule_op{}, bounds(a, b)...); });
     } else if constexpr (is_kind<E, kind::cast>) {
         const interval a = bounds(e.arg, b);
         if constexpr (std::is_same_v<typename E::cast_to, bool>) return truth(a.lo > 0 || a.hi < 0, a.lo == 0 && a.hi == 0);
@@ -137,7 +137,7 @@ bool index_conditions_never(const E& e, const box<R>& b) {
     if constexpr (is_index_where<E>) {
         return bounds(std::get<0>(e.args), b).hi == 0 && index_conditions_never(std::get<2>(e.args), b);
     } else if constexpr (category_of<E> == category::elementwise) {
-        return std::apply([&](const auto&... a) { return (index_conditions_never(a, b) && ...); }, e.children());
+        return unpack(e.children(), [&](const auto&... a) { return (index_conditions_never(a, b) && ...); });
     } else {
         return true;
     }

@@ -227,7 +227,7 @@ inline X apply(op::where, const C& c, const X& a, const X& b) noexcept {
 
 template <class B, class Op, class... A, class Pos>
 inline auto read(const map<Op, A...>& node, const Pos& p) noexcept {
-    return std::apply([&](const A&... a) { return apply(Op{}, read<B>(a, p)...); }, node.args);
+    return unpack(node.args, [&](const A&... a) { return apply(Op{}, read<B>(a, p)...); });
 }
 
 // ---- take: the operand read at the gathered position ------------------------------------------

@@ -38,7 +38,7 @@ struct map : expr_base {
     static constexpr int precision = std::max({types::precision_of<value_type, weak>, A::precision...});
     std::tuple<A...> args;
     constexpr auto children() const noexcept {
-        return std::apply([](const A&... a) { return std::tie(a...); }, args);
+        return unpack(args, [](const A&... a) { return std::tie(a...); });
     }
     template <class... C>
     static constexpr auto rebuild(C&&... c) {

@@ -85,16 +85,25 @@ struct decayed_list<std::tuple<C...>> {
 template <class E>
 using child_types = typename detail::decayed_list<decltype(std::declval<const E&>().children())>::type;
 
+// f(get<0>(t), get<1>(t), ...): std::apply without its invoke and noexcept machinery, which the
+// tree walkers would instantiate at every node of every expression (compile time users feel).
+template <class Tuple, class F>
+constexpr decltype(auto) unpack(Tuple&& t, F&& f) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
+        return f(std::get<I>(static_cast<Tuple&&>(t))...);
+    }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<Tuple>>>{});
+}
+
 // The same node kind over f(child) for each child.
 template <class E, class F>
 constexpr auto rebuild_with(const E& e, F&& f) {
-    return std::apply([&](const auto&... c) { return E::rebuild(f(c)...); }, e.children());
+    return unpack(e.children(), [&](const auto&... c) { return E::rebuild(f(c)...); });
 }
 
 // f(child) for each child, in order.
 template <class E, class F>
 constexpr void for_each_child(const E& e, F&& f) {
-    std::apply([&](const auto&... c) { (f(c), ...); }, e.children());
+    unpack(e.children(), [&](const auto&... c) { (f(c), ...); });
 }
 
 // Type-level folds over the children: Pred<C>::value (or a constexpr function object) combined.
