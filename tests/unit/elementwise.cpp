@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "reference.hpp"
@@ -23,7 +24,7 @@ struct pair {
 
 // Each pair broadcasts; together they cover equal shapes, scalar-like (1), row, column, outer,
 // leading-axis and both-sided broadcasts, at extents 1, 3, 7, 17, 33, 65 and ranks 1 to 4.
-using cases = boost::mpl::list<
+using all_cases = boost::mpl::list<
     pair<tensor<float, 1>, tensor<float, 1>>, pair<tensor<float, 3>, tensor<float, 3>>,
     pair<tensor<float, 65>, tensor<float, 1>>, pair<tensor<float, 17, 33>, tensor<float, 33>>,
     pair<tensor<float, 65, 7>, tensor<float, 65, 1>>, pair<tensor<float, 33, 1>, tensor<float, 1, 17>>,
@@ -32,6 +33,14 @@ using cases = boost::mpl::list<
     pair<tensor<float, 1, 3, 1, 33>, tensor<float, 2, 1, 17, 1>>,
     pair<tensor<double, 17, 65>, tensor<double, 65>>, pair<tensor<double, 7, 3>, tensor<double, 7, 1>>,
     pair<tensor<double, 3, 33, 17>, tensor<double, 3, 33, 17>>>;
+// A second target's build (see ref::secondary_target): tails of every width, each broadcast kind
+// once, both element types.
+using edge_cases = boost::mpl::list<
+    pair<tensor<float, 3>, tensor<float, 3>>, pair<tensor<float, 65>, tensor<float, 1>>,
+    pair<tensor<float, 17, 33>, tensor<float, 33>>, pair<tensor<float, 33, 1>, tensor<float, 1, 17>>,
+    pair<tensor<float, 3, 1, 65>, tensor<float, 7, 1>>, pair<tensor<float, 1, 3, 1, 33>, tensor<float, 2, 1, 17, 1>>,
+    pair<tensor<double, 17, 65>, tensor<double, 65>>>;
+using cases = std::conditional_t<ref::secondary_target, edge_cases, all_cases>;
 
 template <class Case>
 struct operands {
