@@ -92,7 +92,9 @@ void assign(T* out, E&& expr) {
             }();
             check_run_time(node);
             if constexpr (std::is_same_v<Op, op::eval> || std::is_same_v<Op, op::construct>) {
-                // A tensor being made: no leaf can read it, so no check and no temporary path.
+                // A tensor being made: no leaf can read a new object (storage reused while a view
+                // of it is still read, as by placement new, is outside the language), so no check
+                // and no temporary path.
                 run_plan<Arch, S>(out, node);
             } else if (must_use_temporary<S>(out, node)) {
                 with_temporary<T, S::size>([&](T* tmp) {
