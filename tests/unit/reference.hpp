@@ -26,10 +26,9 @@ inline constexpr bool secondary_target = false;
 #endif
 
 // The query or row counts a sweep over 1 .. 17 visits.
-template <std::size_t... N>
-using counts = std::index_sequence<N...>;
-using sweep_1_to_17 = std::conditional_t<secondary_target, counts<1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17>,
-                                         counts<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17>>;
+using sweep_1_to_17 =
+    std::conditional_t<secondary_target, std::index_sequence<1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17>,
+                       std::index_sequence<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17>>;
 
 using index = std::vector<std::size_t>;
 
