@@ -199,8 +199,9 @@ BOOST_AUTO_TEST_CASE(masked_rows_give_zeros_and_never_nan) {
 
 // The decode nest (a few queries against a long cache): every query count from 1 to 17 (16 and
 // 17 take the prefill nest), GQA groups folded into the query axis, a cache of static capacity
-// filled to len = 0, 1, a key tile's edge (256) +- 1 and the capacity, and a chunk of new tokens
-// aligned bottom-right (key j is visible to new token i when j <= pos + i).
+// filled to len = 0, 1, a key tile's edge (256) +- 1, two and four eighths of a tile (each eighth
+// then runs as a tile of its own) and the capacity, and a chunk of new tokens aligned bottom-right
+// (key j is visible to new token i when j <= pos + i).
 template <std::size_t G, std::size_t D = 20, std::size_t DV = 24>  // by default not multiples of a vector
 void check_decode() {
     constexpr std::size_t HKV = 2, NMAX = 520;
@@ -215,7 +216,7 @@ void check_decode() {
     auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
     auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
     const double scale = 1 / std::sqrt(double(D));
-    for (int len : {0, 1, 15, 16, 17, 255, 256, 257, 519, 520}) {
+    for (int len : {0, 1, 15, 16, 17, 40, 100, 255, 256, 257, 519, 520}) {
         auto s = attend::matmul(*q, attend::transpose(*k)) * float(scale);
         auto e = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= len, -INFINITY)), *v);
         static_assert(attend::plan_of<decltype(e)> == attend::plan::attention);
@@ -253,6 +254,36 @@ BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
     check_decode<4, 128, 128>();
     check_decode<5, 64, 64>();
     check_decode<7, 32, 96>();
+}
+
+// A sliding window over the cache (keys len - window .. len - 1): the live eighths of a tile need
+// not be its first ones (window 90 at len 300: the last two eighths of the first tile, the first
+// two of the second), for the stream (one query) and the whole-row stages (four).
+template <std::size_t G>
+void check_decode_window() {
+    constexpr std::size_t HKV = 2, NMAX = 520, D = 32;
+    auto q = std::make_unique<tensor<float, HKV, G, D>>();
+    auto k = std::make_unique<tensor<float, HKV, NMAX, D>>(), v = std::make_unique<tensor<float, HKV, NMAX, D>>();
+    auto out = std::make_unique<tensor<float, HKV, G, D>>();
+    ref::fill(*q, 67);
+    ref::fill(*k, 68);
+    ref::fill(*v, 69);
+    auto Q = [&](std::size_t b, std::size_t i, std::size_t d) { return double((*q)(b, i, d)); };
+    auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
+    auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
+    for (const auto& [len, window] : {std::pair{300, 90}, {520, 33}, {64, 64}, {260, 1}}) {
+        const auto j = attend::iota<2, HKV, G, NMAX>();
+        auto s = attend::matmul(*q, attend::transpose(*k)) * 0.25f;
+        *out = attend::matmul(attend::softmax(attend::masked_fill(s, (j >= len) || (j < len - window), -INFINITY)), *v);
+        expect_close(*out, reference(HKV, G, NMAX, D, D, Q, K, V, [&](auto, auto, auto jj, double x) {
+            return long(jj) >= len || long(jj) < len - window ? ninf : x * 0.25;
+        }), 2e-5);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(decode_sliding_window) {
+    check_decode_window<1>();
+    check_decode_window<4>();
 }
 
 // GQA in the layout of a model: Q (HKV, G, 1, D) against K, V (HKV, 1, NMAX, D), with a bias.
