@@ -271,7 +271,8 @@ void check_decode_window() {
     auto Q = [&](std::size_t b, std::size_t i, std::size_t d) { return double((*q)(b, i, d)); };
     auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
     auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
-    for (const auto& [len, window] : {std::pair{300, 90}, {520, 33}, {64, 64}, {260, 1}}) {
+    for (const auto& lw : {std::pair{300, 90}, {520, 33}, {64, 64}, {260, 1}}) {
+        const int len = lw.first, window = lw.second;  // (clang 14 cannot capture bindings)
         const auto j = attend::iota<2, HKV, G, NMAX>();
         auto s = attend::matmul(*q, attend::transpose(*k)) * 0.25f;
         *out = attend::matmul(attend::softmax(attend::masked_fill(s, (j >= len) || (j < len - window), -INFINITY)), *v);

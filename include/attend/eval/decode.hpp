@@ -195,10 +195,10 @@ struct no_rows_ahead {
     void request(std::size_t) const noexcept {}
 };
 // stage(rows_ahead of x's rows r0 ..) when `want` and x is memory read in place, else
-// stage(no_rows_ahead).
-template <bool Transposed, class F, class X, std::size_t R, class Stage>
+// stage(no_rows_ahead); with May false, only the latter is compiled.
+template <bool Transposed, class F, bool May, class X, std::size_t R, class Stage>
 __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R> p, std::size_t r0, bool want, Stage&& stage) {
-    if constexpr (streamed<X, F, Transposed ? 1 : 0>) {
+    if constexpr (May && streamed<X, F, Transposed ? 1 : 0>) {
         if (want) {
             const auto [ptr, ld] = rows_in_place<Transposed>(x, p, r0);
             return stage(rows_ahead<typename X::value_type>{ptr, ld});
@@ -367,6 +367,13 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
     }
 }
 
+// Bytes of the K and V cache a decode plan over output shape S reads. Its stages request rows
+// ahead when that is at least the L3's size (evaluate_decode); no L3 is taken to be under 1 MiB,
+// so plans over smaller caches (a test's, a small model's) compile no requesting stages.
+template <class S, class F, class Kt, class Vl, std::size_t NQ, std::size_t NK, std::size_t D, std::size_t DV>
+inline constexpr std::size_t decode_cache_bytes = S::size / (NQ * DV) * NK * (D * element_bytes<Kt, F> + DV * element_bytes<Vl, F>);
+inline constexpr std::size_t smallest_l3_bytes = std::size_t{1} << 20;
+
 // One work item: every query of batch index `batch` against keys [jb, je) (whole tiles but the
 // last), into the running state `s`; `ahead`: the tile stages request the rows they read next.
 template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, class State>
@@ -377,7 +384,8 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     constexpr std::size_t R = S::rank, Rs = Ss::rank, NQ = MM::M, D = MM::K, DV = S::extents[R - 1];
     using G = decode_tiling<F, Arch, NQ, D, DV>;
     using B = typename G::B;
-    constexpr std::size_t BN = G::BN;
+    constexpr std::size_t BN = G::BN, NK = MM::N;
+    constexpr bool may_ahead = decode_cache_bytes<S, F, Kt, Vl, NQ, NK, D, DV> >= smallest_l3_bytes;
     nd_pos<R> ob = batch_position<S>(batch);
     nd_pos<Rs> sp{};  // the batch index at the score tree's rank (it broadcasts)
     for (std::size_t k = 0; k + 2 < Rs; ++k) sp.idx[k] = ob.idx[k + R - Rs];
@@ -387,7 +395,6 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     alignas(64) F qbuf[NQ * D];
     alignas(64) F st[NQ * BN];
     constexpr bool k_packed = !in_place<Kt, F, 1>, v_packed = !in_place<Vl, F, 0>;
-    constexpr std::size_t NK = MM::N;
     alignas(64) F kpack[k_packed ? BN * D : 1];
     alignas(64) F vpack[v_packed ? BN * DV : 1];
     F mx[NQ], alpha[NQ];
@@ -419,7 +426,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         if constexpr (G::stream && blocks) {
             const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
             constexpr std::size_t A = G::stream_ahead;
-            if constexpr (A > 0 && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
+            if constexpr (A > 0 && may_ahead && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
                 if (ahead)
                     return decode_stream<B, NQ, KB, BN, D, DV, G::RK, A>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s,
                                                                          rows_ahead<typename Kt::value_type>{k, ldk},
@@ -428,13 +435,13 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
                                                                  no_rows_ahead{}, 0);
         }
         if constexpr (blocks)
-            with_rows_ahead<false, F>(v, ob, j0, ahead, [&, k = k, ldk = ldk](auto v_rows) { decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, v_rows); });
+            with_rows_ahead<false, F, may_ahead>(v, ob, j0, ahead, [&, k = k, ldk = ldk](auto v_rows) { decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, v_rows); });
         else dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
         const auto [vr, ldv] = rows.template operator()<false, DV, v_blocks && streamed<Vl, F, 0>>(v, ob, vpack);
         if constexpr (v_blocks)
-            with_rows_ahead<true, F>(kt, sp, j0 + KB, ahead && j0 + KB + BN <= NK,
+            with_rows_ahead<true, F, may_ahead>(kt, sp, j0 + KB, ahead && j0 + KB + BN <= NK,
                                      [&, vr = vr, ldv = ldv](auto k_rows) { decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, k_rows); });
         else decode_pv<B, NQ, KB, BN, DV, G::MQ, G::NVd>(st, vr, ldv, alpha, s.o);
     };
@@ -531,8 +538,7 @@ void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* ou
     auto state = [](F* mem) { return State{mem, mem + NQ * DV, mem + NQ * DV + NQ}; };
     // A cache of at least the L3's size streams from DRAM: then the tile stages request their
     // next rows (in L3 the requests only cost; docs/performance.md, "evening")
-    constexpr std::size_t cache_bytes = batches * NK * (D * element_bytes<Kt, F> + DV * element_bytes<Vl, F>);
-    const bool ahead = cache_bytes >= l3_bytes();
+    const bool ahead = decode_cache_bytes<S, F, Kt, Vl, NQ, NK, D, DV> >= l3_bytes();
     if (chunks == 1) {
         parallel_for(batches, worth, [&](std::size_t b) {
             alignas(64) F mem[per_part];
