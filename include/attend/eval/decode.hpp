@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "bounds.hpp"
 #include "contract.hpp"
@@ -413,7 +414,9 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     alignas(64) F qsplit[split ? NQ * D : 1];
     if constexpr (split)
         for (std::size_t i = 0; i < NQ; ++i) simd::split_even_odd(qbuf + i * D, D / 2, qsplit + i * D, qsplit + i * D + D / 2);
-    using Tree = decltype(with_tile(sc, tile_leaf<F, Ss, false>{{}, nullptr}));
+    // The score tree over a tile whose scores the cursor locates in st.
+    auto tree_at = [&](const tile_cursor<F>& cursor) { return with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor}); };
+    using Tree = decltype(tree_at(std::declval<const tile_cursor<F>&>()));
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
         // K and V rows where they lie when whole blocks of W keys stream from memory (16-bit
         // storage widened as it loads), else packed as floats through their expressions
@@ -449,7 +452,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     // index masks (the caller found they rule nothing out there).
     auto run_tile = [&]<std::size_t KB, bool Strip>(std::size_t j0) {
         const tile_cursor<F> cursor{st, BN, 0, j0};
-        const Tree tree = with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor});
+        const Tree tree = tree_at(cursor);
         if constexpr (Strip) visit.template operator()<KB>(j0, without_index_masks(tree));
         else visit.template operator()<KB>(j0, tree);
     };
@@ -457,14 +460,14 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         tile_box.lo[Rs - 1] = j0;
         tile_box.hi[Rs - 1] = j0 + KB - 1;
         const tile_cursor<F> cursor{st, BN, 0, j0};
-        const Tree tree = with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor});
+        const Tree tree = tree_at(cursor);  // for bounds only: they read no scores
         if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
         if constexpr (has_index_where<Tree>()) {
             if (index_conditions_never(tree, tile_box)) return run_tile.template operator()<KB, true>(j0);
             if constexpr (KB == BN) {
                 // A partly masked tile (the cache's last, a causal chunk's diagonal): when the
-                // masks rule out two of its eighths or more, the others run as tiles of their own
-                // (a short cache: 40 -> 8 µs, 6 heads of 48), one instantiation for every length.
+                // masks rule out two of its eighths or more, the others run as tiles of their own,
+                // one instantiation for every length (docs/performance.md, "night").
                 constexpr std::size_t E = KB / 8;
                 unsigned live = 0;  // bit e: eighth e holds a score the masks leave
                 for (std::size_t e = 0; e < 8; ++e) {
