@@ -34,6 +34,7 @@ extern "C" void openblas_set_num_threads(int num_threads);
 #endif
 
 #include "baselines.hpp"
+#include "peak.hpp"
 
 namespace {
 
@@ -351,6 +352,9 @@ int main(int argc, char** argv) {
 #ifdef ATTEND_HAVE_OPENBLAS
     openblas_set_num_threads(1);
 #endif
+    // The FMA peak of this run: decode with several queries per KV head is bound by FMAs as well
+    // as by its read (docs/performance.md).
+    benchmark::RegisterBenchmark("fma_peak", bench::fma_peak);
     matvec_case<layout::kn, 1, 4096, 4096>("mvkn");
     matvec_case<layout::nk, 1, 4096, 4096>("mvnk");
     floor_case<4096, 4096>();

@@ -5,6 +5,7 @@
 #include <attend/attend.hpp>
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -256,9 +257,11 @@ BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
     check_decode<7, 32, 96>();
 }
 
-// A sliding window over the cache (keys len - window .. len - 1): the live eighths of a tile need
-// not be its first ones (window 90 at len 300: the last two eighths of the first tile, the first
-// two of the second), for the stream (one query) and the whole-row stages (four).
+// A sliding window over the cache (keys len - window .. len - 1), after `sinks` first keys kept
+// as well: the live eighths of a tile need not be its first ones (window 90 at len 300: the last
+// two eighths of the first tile, the first two of the second), nor one run (4 sinks and a window
+// of 56 at len 256: eighths 0, 6 and 7; 40 sinks: 0, 1, 6, 7), for the stream (one query; a run
+// of live eighths is one call) and the whole-row stages (four).
 template <std::size_t G>
 void check_decode_window() {
     constexpr std::size_t HKV = 2, NMAX = 520, D = 32;
@@ -271,13 +274,13 @@ void check_decode_window() {
     auto Q = [&](std::size_t b, std::size_t i, std::size_t d) { return double((*q)(b, i, d)); };
     auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
     auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
-    for (const auto& lw : {std::pair{300, 90}, {520, 33}, {64, 64}, {260, 1}}) {
-        const int len = lw.first, window = lw.second;  // (clang 14 cannot capture bindings)
+    for (const auto& c : {std::array{300, 90, 0}, {520, 33, 0}, {64, 64, 0}, {260, 1, 0}, {256, 56, 4}, {256, 56, 40}, {300, 20, 4}}) {
+        const int len = c[0], window = c[1], sinks = c[2];
         const auto j = attend::iota<2, HKV, G, NMAX>();
         auto s = attend::matmul(*q, attend::transpose(*k)) * 0.25f;
-        *out = attend::matmul(attend::softmax(attend::masked_fill(s, (j >= len) || (j < len - window), -INFINITY)), *v);
+        *out = attend::matmul(attend::softmax(attend::masked_fill(s, (j >= len) || ((j >= sinks) && (j < len - window)), -INFINITY)), *v);
         expect_close(*out, reference(HKV, G, NMAX, D, D, Q, K, V, [&](auto, auto, auto jj, double x) {
-            return long(jj) >= len || long(jj) < len - window ? ninf : x * 0.25;
+            return long(jj) >= len || (long(jj) >= sinks && long(jj) < len - window) ? ninf : x * 0.25;
         }), 2e-5);
     }
 }
@@ -289,7 +292,7 @@ BOOST_AUTO_TEST_CASE(decode_sliding_window) {
 
 // GQA in the layout of a model: Q (HKV, G, 1, D) against K, V (HKV, 1, NMAX, D), with a bias.
 // A cache of 64 MiB, at least the L3's size on the machines measured: the whole-row stages then
-// request their next rows (V during the scores, the next tile's K during P V) as they compute.
+// request the next tile's rows (its K during the scores, its V during P V) as they compute.
 BOOST_AUTO_TEST_CASE(decode_cache_beyond_l3) {
     constexpr std::size_t HKV = 8, G = 4, NMAX = 8192, D = 128;
     using TQ = tensor<float, HKV, G, D>;

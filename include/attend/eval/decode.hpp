@@ -179,16 +179,21 @@ inline constexpr std::size_t query_group = [] {
     return std::max<std::size_t>(1, std::min(16 / v, 24 / (v + 4)));
 }();
 
-// Rows a stage requests into L2 while it computes from L2 (software prefetch, a line at a time),
-// so that a cache streaming from DRAM keeps the memory busy between its streams; no_rows_ahead
-// when the cache fits in L3 (the stage then has no branch for it: one cost 7 % in L3).
-template <class T>
+// Rows a stage requests into L2 while it computes (software prefetch, a line at a time), so that a
+// cache streaming from DRAM keeps the memory busy through every stage; no_rows_ahead when the
+// cache fits in L3 (the stage then has no branch for it: one cost 7 % in L3).
+template <class T, std::size_t Parts = 1>
 struct rows_ahead {
     const T* p;
     std::size_t ld;
+    // Call f requests part f % Parts of row f / Parts (Parts calls cover a row).
     template <std::size_t Cols>
-    __attribute__((always_inline)) void request(std::size_t r) const noexcept {
-        for (std::size_t b = 0; b < Cols * sizeof(T); b += 64) __builtin_prefetch(reinterpret_cast<const char*>(p + r * ld) + b, 0, 2);
+    __attribute__((always_inline)) void request(std::size_t f) const noexcept {
+        constexpr std::size_t lines = (Cols * sizeof(T) + 63) / 64, per = (lines + Parts - 1) / Parts;
+        const char* row = reinterpret_cast<const char*>(p + f / Parts * ld);
+        const std::size_t l0 = f % Parts * per;
+        for (std::size_t l = 0; l < per; ++l)
+            if (lines % Parts == 0 || l0 + l < lines) __builtin_prefetch(row + (l0 + l) * 64, 0, 2);
     }
 };
 struct no_rows_ahead {
@@ -197,12 +202,12 @@ struct no_rows_ahead {
 };
 // stage(rows_ahead of x's rows r0 ..) when `want` and x is memory read in place, else
 // stage(no_rows_ahead); with May false, only the latter is compiled.
-template <bool Transposed, class F, bool May, class X, std::size_t R, class Stage>
+template <bool Transposed, class F, bool May, std::size_t Parts = 1, class X, std::size_t R, class Stage>
 __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R> p, std::size_t r0, bool want, Stage&& stage) {
     if constexpr (May && streamed<X, F, Transposed ? 1 : 0>) {
         if (want) {
             const auto [ptr, ld] = rows_in_place<Transposed>(x, p, r0);
-            return stage(rows_ahead<typename X::value_type>{ptr, ld});
+            return stage(rows_ahead<typename X::value_type, Parts>{ptr, ld});
         }
     }
     stage(no_rows_ahead{});
@@ -210,14 +215,14 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
 
 // S = Q K_tile^T, W keys at a time, each key row read whole and in order for each group of
 // queries held in registers (the next group finds the rows in L1/L2). Zen 5 streamed K from DRAM
-// at half the speed when rows were interleaved or each K vector met four query loads. The last
-// group, reading from L2, requests the tile's V rows. Split: bf16 key rows read as their even and
+// at half the speed when rows were interleaved or each K vector met four query loads. The groups
+// request the next tile's K rows, each its share (k_next: rows_ahead with a part per group). Split: bf16 key rows read as their even and
 // odd elements, q split the same way (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000
 // keys on Zen 5: 0.91-1.05 -> 0.82-0.85 ms with either compiler; the one- and two-query stream
 // keeps widening in order, clang++ ran it 1.6x slower split).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class T,
           class Ahead>
-inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead v_rows) noexcept {
+inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead k_next) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, D>;
     constexpr std::size_t groups = (NQ + QG - 1) / QG;
     for (std::size_t jb = 0; jb < KB; jb += W) {
@@ -225,9 +230,7 @@ inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead 
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
                 constexpr std::size_t rows = std::min(QG, NQ - G * QG);
-                auto request = [&](std::size_t r) __attribute__((always_inline)) {
-                    if constexpr (G + 1 == groups) v_rows.template request<DV>(jb + r);
-                };
+                auto request = [&](std::size_t r) __attribute__((always_inline)) { k_next.template request<D>(G * KB + jb + r); };
                 simd::dot_block<rows, D, Split>(q + G * QG * D, k + jb * ldk, ldk, *reinterpret_cast<B(*)[rows]>(sc + G * QG),
                                                 request);
             };
@@ -239,9 +242,9 @@ inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead 
 
 // O = alpha O + P V_tile for groups of queries whose outputs fill 16 registers, each V row read
 // whole and in order (a memory stream the prefetcher follows; the next group finds it in L2).
-// The first group requests the next tile's K rows.
+// The groups request the next tile's V rows, each its share.
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, std::size_t D, class F, class T, class Ahead>
-inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* alpha, F* o, Ahead k_rows) noexcept {
+inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W, QG = query_group<B, DV>;
     auto group = [&]<std::size_t Rows>(std::size_t i0) {
         B acc[Rows][NV];
@@ -255,7 +258,7 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
                 for (std::size_t c = 0; c < NV; ++c) acc[r][c] = simd::fma(pj, vv[c], acc[r][c]);
             }
             simd::keep_memory_order();  // V row by row (clang interleaved them)
-            if (i0 == 0) k_rows.template request<D>(j);
+            v_next.template request<DV>(i0 / QG * KB + j);
         }
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NV; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c * W);
@@ -312,7 +315,8 @@ inline void decode_pv(const F* pt, const F* v, std::size_t ldv, const F* alpha, 
 }
 
 // All stages over W keys at a time for NQ queries whose outputs stay in registers: scores of
-// the block, the score tree on them, the online softmax, and P V into the outputs. Where the
+// the block, the score tree on them, the online softmax, and P V into the outputs; kb keys (a
+// multiple of W up to BN: KB, or a run of a tile's live eighths). Where the
 // tile-at-a-time stages read K and then V in 128 KiB runs (one memory stream at a time), this
 // reads both, W rows each in turn, as llama.cpp's per-key loop does. With each V row it requests
 // the K and V rows Ahead keys on (up to row `last`) through k_rows and v_rows (rows_ahead, or
@@ -322,7 +326,7 @@ template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D
 __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k, std::size_t ldk, const TV* v, std::size_t ldv,
                                                          const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
                                                          const decode_state<F, NQ, DV>& s, KAhead k_rows, VAhead v_rows,
-                                                         std::size_t last) noexcept {
+                                                         std::size_t last, std::size_t kb) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W;
     constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
     static_assert(KB % W == 0);
@@ -331,7 +335,7 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
         m[i] = B(s.m[i]), l[i] = B(s.l[i]);
         for (std::size_t c = 0; c < NV; ++c) o[i][c] = B::load_unaligned(s.o + i * DV + c * W);
     }
-    for (std::size_t jb = 0; jb < KB; jb += W) {
+    for (std::size_t jb = 0; jb < kb; jb += W) {
         B sc[NQ], p[NQ];
         simd::dot_block<NQ, D>(q, k + jb * ldk, ldk, sc);
         for (std::size_t i = 0; i < NQ; ++i) {
@@ -417,7 +421,8 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     // The score tree over a tile whose scores the cursor locates in st.
     auto tree_at = [&](const tile_cursor<F>& cursor) { return with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor}); };
     using Tree = decltype(tree_at(std::declval<const tile_cursor<F>&>()));
-    auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
+    // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
+    auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t, std::size_t kb) {
         // K and V rows where they lie when whole blocks of W keys stream from memory (16-bit
         // storage widened as it loads), else packed as floats through their expressions
         auto rows = [&]<bool Transposed, std::size_t C, bool Stream>(const auto& x, const auto& at, F* pack) {
@@ -425,6 +430,11 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             else return contiguous_rows<KB, C, Transposed, F>(x, at, j0, pack);
         };
         constexpr bool blocks = KB % G::W == 0, v_blocks = blocks && DV % G::W == 0;
+        constexpr std::size_t score_groups = (NQ + query_group<B, D> - 1) / query_group<B, D>,
+                              pv_groups = (NQ + query_group<B, DV> - 1) / query_group<B, DV>;
+        // Every stage requests its share of the next tile's rows, so that the memory streams
+        // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
+        const bool next_whole = ahead && KB == BN && j0 + KB + BN <= NK;
         const auto [k, ldk] = rows.template operator()<true, D, blocks && streamed<Kt, F, 1>>(kt, sp, kpack);
         if constexpr (G::stream && blocks) {
             const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
@@ -433,29 +443,32 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
                 if (ahead)
                     return decode_stream<B, NQ, KB, BN, D, DV, G::RK, A>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s,
                                                                          rows_ahead<typename Kt::value_type>{k, ldk},
-                                                                         rows_ahead<typename Vl::value_type>{vr, ldv}, je - j0 - 1);
+                                                                         rows_ahead<typename Vl::value_type>{vr, ldv}, je - j0 - 1, kb);
             return decode_stream<B, NQ, KB, BN, D, DV, G::RK, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, no_rows_ahead{},
-                                                                 no_rows_ahead{}, 0);
+                                                                 no_rows_ahead{}, 0, kb);
         }
         if constexpr (blocks)
-            with_rows_ahead<false, F, may_ahead>(v, ob, j0, ahead, [&, k = k, ldk = ldk](auto v_rows) { decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, v_rows); });
+            with_rows_ahead<true, F, may_ahead, score_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) { decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, k_next); });
         else dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
         const auto [vr, ldv] = rows.template operator()<false, DV, v_blocks && streamed<Vl, F, 0>>(v, ob, vpack);
         if constexpr (v_blocks)
-            with_rows_ahead<true, F, may_ahead>(kt, sp, j0 + KB, ahead && j0 + KB + BN <= NK,
-                                     [&, vr = vr, ldv = ldv](auto k_rows) { decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, k_rows); });
+            with_rows_ahead<false, F, may_ahead, pv_groups>(v, ob, j0 + KB, next_whole,
+                                     [&, vr = vr, ldv = ldv](auto v_next) { decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, v_next); });
         else decode_pv<B, NQ, KB, BN, DV, G::MQ, G::NVd>(st, vr, ldv, alpha, s.o);
     };
     // Keys [j0, j0 + KB) as a tile whose tree reads its scores from st; Strip: without the
     // index masks (the caller found they rule nothing out there).
-    auto run_tile = [&]<std::size_t KB, bool Strip>(std::size_t j0) {
+    auto run_tile = [&]<std::size_t KB, bool Strip>(std::size_t j0, std::size_t kb = KB) {
         const tile_cursor<F> cursor{st, BN, 0, j0};
         const Tree tree = tree_at(cursor);
-        if constexpr (Strip) visit.template operator()<KB>(j0, without_index_masks(tree));
-        else visit.template operator()<KB>(j0, tree);
+        if constexpr (Strip) visit.template operator()<KB>(j0, without_index_masks(tree), kb);
+        else visit.template operator()<KB>(j0, tree, kb);
     };
+    // The stream reads K and V in place for any number of whole blocks: a run of live eighths is
+    // one call (each call loads and stores the running state: ~50 ns a head on Zen 5).
+    constexpr bool fold = G::stream && streamed<Kt, F, 1> && streamed<Vl, F, 0>;
     auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
         tile_box.lo[Rs - 1] = j0;
         tile_box.hi[Rs - 1] = j0 + KB - 1;
@@ -477,8 +490,11 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
                     if (bounds(tree, part).hi != -inf) live |= 1u << e;
                 }
                 if (std::popcount(live) <= 6) {  // eighths as tiles: ~1.3x an eighth's work each
-                    for (std::size_t e = 0; e < 8; ++e)
-                        if (live >> e & 1u) run_tile.template operator()<E, false>(j0 + e * E);
+                    for (std::size_t e = 0; e < 8;) {
+                        const std::size_t n = fold ? std::countr_one(live >> e) : live >> e & 1u;
+                        if (n > 0) run_tile.template operator()<E, false>(j0 + e * E, n * E);
+                        e += std::max<std::size_t>(n, 1);
+                    }
                     return;
                 }
             }
