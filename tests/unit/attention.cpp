@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
 // as well: the live eighths of a tile need not be its first ones (window 90 at len 300: the last
 // two eighths of the first tile, the first two of the second), nor one run (4 sinks and a window
 // of 56 at len 256: eighths 0, 6 and 7; 40 sinks: 0, 1, 6, 7), for the stream (one query; a run
-// of live eighths is one call) and the whole-row stages (four).
+// of live eighths is one call, seven of them too: len 200) and the whole-row stages (four).
 template <std::size_t G>
 void check_decode_window() {
     constexpr std::size_t HKV = 2, NMAX = 520, D = 32;
@@ -274,7 +274,7 @@ void check_decode_window() {
     auto Q = [&](std::size_t b, std::size_t i, std::size_t d) { return double((*q)(b, i, d)); };
     auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
     auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
-    for (const auto& c : {std::array{300, 90, 0}, {520, 33, 0}, {64, 64, 0}, {260, 1, 0}, {256, 56, 4}, {256, 56, 40}, {300, 20, 4}}) {
+    for (const auto& c : {std::array{300, 90, 0}, {520, 33, 0}, {64, 64, 0}, {260, 1, 0}, {256, 56, 4}, {256, 56, 40}, {300, 20, 4}, {200, 200, 0}}) {
         const int len = c[0], window = c[1], sinks = c[2];
         const auto j = attend::iota<2, HKV, G, NMAX>();
         auto s = attend::matmul(*q, attend::transpose(*k)) * 0.25f;

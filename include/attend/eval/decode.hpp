@@ -489,7 +489,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
                     part.hi[Rs - 1] = j0 + e * E + E - 1;
                     if (bounds(tree, part).hi != -inf) live |= 1u << e;
                 }
-                if (std::popcount(live) <= 6) {  // eighths as tiles: ~1.3x an eighth's work each
+                if (std::popcount(live) <= (fold ? 7 : 6)) {  // eighths as tiles: ~1.3x an eighth's work each
                     for (std::size_t e = 0; e < 8;) {
                         const std::size_t n = fold ? std::countr_one(live >> e) : live >> e & 1u;
                         if (n > 0) run_tile.template operator()<E, false>(j0 + e * E, n * E);
