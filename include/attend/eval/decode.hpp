@@ -216,10 +216,11 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
 // S = Q K_tile^T, W keys at a time, each key row read whole and in order for each group of
 // queries held in registers (the next group finds the rows in L1/L2). Zen 5 streamed K from DRAM
 // at half the speed when rows were interleaved or each K vector met four query loads. The groups
-// request the next tile's K rows, each its share (k_next: rows_ahead with a part per group). Split: bf16 key rows read as their even and
-// odd elements, q split the same way (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000
-// keys on Zen 5: 0.91-1.05 -> 0.82-0.85 ms with either compiler; the one- and two-query stream
-// keeps widening in order, clang++ ran it 1.6x slower split).
+// request the next tile's K rows, each its share (k_next: rows_ahead with a part per group).
+// Split: bf16 key rows read as their even and odd elements, q split the same way
+// (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000 keys on Zen 5: 0.91-1.05 -> 0.82-0.85
+// ms with either compiler; the one- and two-query stream keeps widening in order, clang++ ran it
+// 1.6x slower split).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class T,
           class Ahead>
 inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead k_next) noexcept {
@@ -448,7 +449,9 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
                                                                  no_rows_ahead{}, 0, kb);
         }
         if constexpr (blocks)
-            with_rows_ahead<true, F, may_ahead, score_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) { decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, k_next); });
+            with_rows_ahead<true, F, may_ahead, score_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
+                decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, k_next);
+            });
         else dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
@@ -467,7 +470,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         else visit.template operator()<KB>(j0, tree, kb);
     };
     // The stream reads K and V in place for any number of whole blocks: a run of live eighths is
-    // one call (each call loads and stores the running state: ~50 ns a head on Zen 5).
+    // one call (each call loads and stores the running state).
     constexpr bool fold = G::stream && streamed<Kt, F, 1> && streamed<Vl, F, 0>;
     auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
         tile_box.lo[Rs - 1] = j0;
