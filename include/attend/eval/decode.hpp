@@ -178,6 +178,9 @@ inline constexpr std::size_t query_group = [] {
     const std::size_t v = std::max<std::size_t>(Width / simd::lanes<B>, 1);
     return std::max<std::size_t>(1, std::min(16 / v, 24 / (v + 4)));
 }();
+// How many such groups NQ queries make (a stage's passes over a tile).
+template <class B, std::size_t Width, std::size_t NQ>
+inline constexpr std::size_t query_groups = (NQ + query_group<B, Width> - 1) / query_group<B, Width>;
 
 // Rows a stage requests into L2 while it computes (software prefetch, a line at a time), so that a
 // cache streaming from DRAM keeps the memory busy through every stage; no_rows_ahead when the
@@ -225,7 +228,7 @@ template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D
           class Ahead>
 inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead k_next) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, D>;
-    constexpr std::size_t groups = (NQ + QG - 1) / QG;
+    constexpr std::size_t groups = query_groups<B, D, NQ>;
     for (std::size_t jb = 0; jb < KB; jb += W) {
         B sc[NQ];
         [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -431,11 +434,6 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             else return contiguous_rows<KB, C, Transposed, F>(x, at, j0, pack);
         };
         constexpr bool blocks = KB % G::W == 0, v_blocks = blocks && DV % G::W == 0;
-        constexpr std::size_t score_groups = (NQ + query_group<B, D> - 1) / query_group<B, D>,
-                              pv_groups = (NQ + query_group<B, DV> - 1) / query_group<B, DV>;
-        // Every stage requests its share of the next tile's rows, so that the memory streams
-        // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
-        const bool next_whole = ahead && KB == BN && j0 + KB + BN <= NK;
         const auto [k, ldk] = rows.template operator()<true, D, blocks && streamed<Kt, F, 1>>(kt, sp, kpack);
         if constexpr (G::stream && blocks) {
             const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
@@ -448,8 +446,11 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             return decode_stream<B, NQ, KB, BN, D, DV, G::RK, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, no_rows_ahead{},
                                                                  no_rows_ahead{}, 0, kb);
         }
+        // Every stage requests its share of the next tile's rows, so that the memory streams
+        // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
+        const bool next_whole = ahead && KB == BN && j0 + KB + BN <= NK;
         if constexpr (blocks)
-            with_rows_ahead<true, F, may_ahead, score_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
+            with_rows_ahead<true, F, may_ahead, query_groups<B, D, NQ>>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
                 decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, k_next);
             });
         else dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
@@ -457,7 +458,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
         const auto [vr, ldv] = rows.template operator()<false, DV, v_blocks && streamed<Vl, F, 0>>(v, ob, vpack);
         if constexpr (v_blocks)
-            with_rows_ahead<false, F, may_ahead, pv_groups>(v, ob, j0 + KB, next_whole,
+            with_rows_ahead<false, F, may_ahead, query_groups<B, DV, NQ>>(v, ob, j0 + KB, next_whole,
                                      [&, vr = vr, ldv = ldv](auto v_next) { decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, v_next); });
         else decode_pv<B, NQ, KB, BN, DV, G::MQ, G::NVd>(st, vr, ldv, alpha, s.o);
     };
