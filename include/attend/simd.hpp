@@ -572,29 +572,52 @@ struct no_row_work {
 template <class B, class T, std::size_t D>
 inline constexpr bool split_keys = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<std::remove_cv_t<T>, bf16> &&
                                    D % (2 * lanes<B>) == 0;
+// Whether dot_block can take bf16 queries and rows of D values as pair dot products (dot_pairs:
+// exact products, float sums; AVX-512 BF16).
+template <class B, std::size_t D>
+inline constexpr bool pair_rows = has_bf16_pair_dot && is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 16 &&
+                                  D % 32 == 0;
 
+// With bf16 queries (F = bf16) the products run as pair dot products (pair_rows).
 template <std::size_t NQ, std::size_t D, bool Split = false, class B, class F, class T, class After = no_row_work>
 __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ],
                                                      After&& after_row = {}) noexcept {
     // G keys at a time, each key's row read whole before the next (Zen 5 streamed K at half the
     // speed when a tile's rows were read interleaved): NQ x G accumulators, a key vector, and the
     // queries in registers when they fit.
-    constexpr std::size_t W = lanes<B>, DW = D / W * W, QV = DW / W;
+    using V = value_t<B>;
+    constexpr bool pairs = std::is_same_v<F, bf16>;
+    static_assert(!pairs || (pair_rows<B, D> && std::is_same_v<std::remove_cv_t<T>, bf16> && !Split),
+                  "attend internal: dot_block: bf16 queries need bf16 rows of whole pair vectors");
+    constexpr std::size_t W = lanes<B>, QW = pairs ? 2 * W : W, DW = D / QW * QW, QV = DW / QW;
     constexpr bool q_regs = QV > 0 && NQ * QV <= 16;
     constexpr std::size_t G = std::min<std::size_t>(W, NQ == 1 || (!q_regs && NQ <= 2) ? 8 : 4);
-    constexpr bool tree = std::is_same_v<F, float> && DW == D && (G == 8 || G == 4) && (W == 16 || W == 8);
-    alignas(64) F part[NQ][W];
+    constexpr bool tree = std::is_same_v<V, float> && DW == D && (G == 8 || G == 4) && (W == 16 || W == 8);
+    alignas(64) V part[NQ][W];
     B h[NQ][W / G];  // each group's G sums in lanes 0 .. G-1
-    B qr[q_regs ? NQ : 1][q_regs ? QV : 1];
+    B qr[q_regs ? NQ : 1][q_regs ? QV : 1];  // bf16 queries: their pairs' bits
     if constexpr (q_regs)
         for (std::size_t i = 0; i < NQ; ++i)
-            for (std::size_t d = 0; d < QV; ++d) qr[i][d] = B::load_unaligned(q + i * D + d * W);
+            for (std::size_t d = 0; d < QV; ++d) {
+                if constexpr (pairs) qr[i][d] = bits_as<B>(q + i * D + d * QW);
+                else qr[i][d] = B::load_unaligned(q + i * D + d * W);
+            }
     for (std::size_t g = 0; g < W; g += G) {
         B acc[NQ][G];
         for (auto& row : acc)
-            for (auto& a : row) a = B(F(0));
+            for (auto& a : row) a = B(V(0));
         for (std::size_t r = 0; r < G; ++r) {
-            if constexpr (Split) {
+            if constexpr (pairs) {
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+                for (std::size_t d = 0; d < D; d += QW) {
+                    const bf16_pairs kp = load_pairs(k + (g + r) * ldk + d);
+                    for (std::size_t i = 0; i < NQ; ++i) {
+                        if constexpr (q_regs) acc[i][r] = dot_pairs(acc[i][r], as_pairs(qr[i][d / QW]), kp);
+                        else acc[i][r] = dot_pairs(acc[i][r], load_pairs(q + i * D + d), kp);
+                    }
+                }
+#endif
+            } else if constexpr (Split) {
                 static_assert(split_keys<B, T, D>, "attend internal: dot_block: Split needs bf16 rows of whole 2W vectors");
                 // 2W elements of k from d as its even and odd lanes; q split the same way: its even
                 // values of this stretch at d/2, its odd ones at D/2 + d/2.

@@ -244,6 +244,14 @@ inline void split_even_odd(const float* x, std::size_t n, float* even, float* od
     for (std::size_t i = 0; i < n; ++i) even[i] = x[2 * i], odd[i] = x[2 * i + 1];
 }
 
+// The bytes at p as a float register (bf16 pairs held where an array of their type may not be).
+template <class B, class T>
+inline B bits_as(const T* p) noexcept {
+    B x;
+    std::memcpy(static_cast<void*>(&x), static_cast<const void*>(p), sizeof x);
+    return x;
+}
+
 // ---- bf16 pair dot products (AVX-512 BF16) ---------------------------------------------------
 // vdpbf16ps: each float lane adds the products of the two bf16 values in the matching 32-bit
 // lane of its operands (two products per lane per instruction, twice the FMA's rate). The
@@ -261,6 +269,10 @@ inline bf16_pairs broadcast_pair(const bf16* p) noexcept {
 }
 inline bf16_pairs load_pairs(const bf16* p) noexcept {
     return (bf16_pairs)_mm512_loadu_si512(p);
+}
+// Pairs held in a float register (an array of bf16_pairs drops the type's attributes).
+inline bf16_pairs as_pairs(__m512 x) noexcept {
+    return (bf16_pairs)x;
 }
 // acc + a.first * b.first + a.second * b.second per float lane.
 template <class B>
@@ -285,9 +297,37 @@ inline void interleave_rows(const bf16* a, const bf16* b, bf16* p) noexcept {
     _mm512_storeu_si512(p, _mm512_permutex2var_epi16(ra, lo, rb));
     _mm512_storeu_si512(p + 32, _mm512_permutex2var_epi16(ra, hi, rb));
 }
+// Rows a and b, 32 bf16 each, interleaved into pair vectors within 128-bit blocks (vpunpcklwd,
+// vpunpckhwd: an interleave in element order takes a two-source permute each): lane l of lo pairs
+// element 8 (l / 4) + l % 4 of a with the same of b, lane l of hi the element 4 further on.
+inline void unpack_rows(const bf16* a, const bf16* b, bf16_pairs& lo, bf16_pairs& hi) noexcept {
+    const __m512i ra = _mm512_loadu_si512(a), rb = _mm512_loadu_si512(b);
+    lo = (bf16_pairs)_mm512_unpacklo_epi16(ra, rb);
+    hi = (bf16_pairs)_mm512_unpackhi_epi16(ra, rb);
+}
+// Sums of 32 elements in order (n0: 0..15, n1: 16..31) into the lane order of unpack_rows' lo
+// and hi, and back.
+inline void to_unpacked(__m512 n0, __m512 n1, __m512& lo, __m512& hi) noexcept {
+    lo = _mm512_shuffle_f32x4(n0, n1, _MM_SHUFFLE(2, 0, 2, 0));
+    hi = _mm512_shuffle_f32x4(n0, n1, _MM_SHUFFLE(3, 1, 3, 1));
+}
+inline void from_unpacked(__m512 lo, __m512 hi, __m512& n0, __m512& n1) noexcept {
+    const __m512 a = _mm512_shuffle_f32x4(lo, hi, _MM_SHUFFLE(1, 0, 1, 0)), b = _mm512_shuffle_f32x4(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
+    n0 = _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(3, 1, 2, 0));
+    n1 = _mm512_shuffle_f32x4(b, b, _MM_SHUFFLE(3, 1, 2, 0));
+}
+// 16 floats at x rounded to bf16 at p, in order (nearest even; denormals to zero, which is how
+// vdpbf16ps reads them anyway).
+inline void round_for_pairs(const float* x, bf16* p) noexcept {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(x));
+    std::memcpy(static_cast<void*>(p), &h, sizeof h);
+}
 #else
 inline constexpr bool has_bf16_pair_dot = false;
-// Portable forms of the two pair stores (kernels take pairs only with AVX-512 BF16).
+// Portable forms of the pair stores (kernels take pairs only with AVX-512 BF16).
+inline void round_for_pairs(const float* x, bf16* p) noexcept {
+    for (std::size_t i = 0; i < 16; ++i) p[i] = bf16(x[i]);
+}
 inline void interleave_rows(const bf16* a, const bf16* b, bf16* p) noexcept {
     for (std::size_t i = 0; i < 32; ++i) p[2 * i] = a[i], p[2 * i + 1] = b[i];
 }

@@ -580,18 +580,20 @@ namespace {
 // softmax(Q K^T / sqrt(D) [causal]) V in double over the rounded inputs, and the same with |V|:
 // the scale of the error that rounding P to bf16 may add (at most 2^-8 of each term), the bound
 // the vdpbf16ps nest is held to.
+// Keys from `len` on are masked (a cache filled to a run-time length; none left: zeros).
 template <class Q, class K, class V>
 std::pair<double, double> attention_and_abs_at(const Q& q, const K& k, const V& v, std::size_t b, std::size_t i, std::size_t c,
-                                               bool causal) {
+                                               bool causal, std::size_t len = std::size_t(-1)) {
     constexpr std::size_t NK = K::shape_type::extents[1], D = K::shape_type::extents[2];
     std::vector<double> s(NK);
     double mx = -INFINITY, z = 0, o = 0, oa = 0;
     for (std::size_t j = 0; j < NK; ++j) {
         double acc = 0;
         for (std::size_t d = 0; d < D; ++d) acc += ref::at(q, {b, i, d}) * ref::at(k, {b, j, d});
-        s[j] = (causal && j > i) ? -INFINITY : acc / std::sqrt(double(D));
+        s[j] = ((causal && j > i) || j >= len) ? -INFINITY : acc / std::sqrt(double(D));
         mx = std::max(mx, s[j]);
     }
+    if (mx == -INFINITY) return {0.0, 0.0};
     for (std::size_t j = 0; j < NK; ++j) {
         const double p = std::exp(s[j] - mx), vj = ref::at(v, {b, j, c});
         z += p;
@@ -609,10 +611,10 @@ double attention_at(const Q& q, const K& k, const V& v, std::size_t b, std::size
 // element within 2^-8 (bf16's unit roundoff; x 1.01 for the float sums) of sum p |v| / sum p,
 // plus the float nest's 2e-5.
 template <class O, class Q, class K, class V>
-void expect_bf16_attention(const O& o, const Q& q, const K& k, const V& v, bool causal) {
+void expect_bf16_attention(const O& o, const Q& q, const K& k, const V& v, bool causal, std::size_t len = std::size_t(-1)) {
     std::size_t bad = 0;
     ref::for_each_index(ref::extents_of<O>(), [&](const ref::index& i, std::size_t flat) {
-        const auto [want, scale] = attention_and_abs_at(q, k, v, i[0], i[1], i[2], causal);
+        const auto [want, scale] = attention_and_abs_at(q, k, v, i[0], i[1], i[2], causal, len);
         const double bound = 0x1.02p-8 * scale + 2e-5 * (1 + std::abs(want));
         const double got = static_cast<double>(o.data()[flat]);
         if (!(std::abs(got - want) <= bound) && bad++ < 5)
@@ -661,7 +663,8 @@ BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
                 (*k_len)(b, r, c) = (*dk)(b, r, c);
                 (*v_len)(b, r, c) = (*dv)(b, r, c);
             }
-    ref::expect_all(ol, [&](const ref::index& i) { return attention_at(dqh, *k_len, *v_len, i[0], i[1], i[2], false); }, 2e-5);
+    // (the decode nest's pair dot products where the target has them: P rounded to bf16)
+    expect_bf16_attention(ol, dqh, *k_len, *v_len, false);
 }
 
 // The prefill nest with bf16 Q, K and V (vdpbf16ps where the target has AVX-512 BF16): an odd
@@ -740,7 +743,48 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
     // value widths of 2, 4 and 8 vectors), held to the float bound: P stays float in decode.
     check_decode_16<float, bf16, bf16, 2, 4, 1000, 128>(110);
     check_decode_16<float, f16, bf16, 3, 3, 700, 64>(113);
-    check_decode_16<bf16, bf16, bf16, 2, 5, 300, 32>(116);
+}
+
+// bf16 Q, K and V with 3 to 15 queries: the decode nest's tile stages on pair dot products where
+// the target has AVX-512 BF16 (P rounded to bf16: the bound of expect_bf16_attention), over a
+// cache filled to a run-time length — empty, one key, eighths of a tile (37, 100), a tile's edge
+// (255, 256, 257) and the capacity, whose last 44 keys are no whole block (float products) —;
+// Q as a cast of floats the same bits as Q stored in bf16; and explain names the instructions.
+namespace {
+template <std::size_t HB, std::size_t NQ, std::size_t NK, std::size_t D>
+void check_decode_pairs(int seed) {
+    auto q = std::make_unique<tensor<bf16, HB, NQ, D>>();
+    auto k = std::make_unique<tensor<bf16, HB, NK, D>>();
+    auto v = std::make_unique<tensor<bf16, HB, NK, D>>();
+    ref::fill(*q, seed);
+    ref::fill(*k, seed + 1);
+    ref::fill(*v, seed + 2);
+    auto o = std::make_unique<tensor<float, HB, NQ, D>>();
+    auto of = std::make_unique<tensor<float, HB, NQ, D>>();
+    tensor<float, HB, NQ, D> qf = *q;
+    const float scale = 1 / std::sqrt(float(D));
+    for (std::size_t len : {std::size_t(0), std::size_t(1), std::size_t(37), std::size_t(100), std::size_t(255), std::size_t(256),
+                            std::size_t(257), NK}) {
+        BOOST_TEST_CONTEXT("NQ " << NQ << ", D " << D << ", len " << len) {
+            const auto cut = attend::iota<2, HB, NQ, NK>() >= std::int64_t(len);
+            *o = attend::matmul(attend::softmax(attend::masked_fill(attend::matmul(*q, attend::transpose(*k)) * scale, cut, -INFINITY)), *v);
+            expect_bf16_attention(*o, *q, *k, *v, false, len);
+            *of = attend::matmul(
+                attend::softmax(attend::masked_fill(attend::matmul(attend::cast<bf16>(qf), attend::transpose(*k)) * scale, cut, -INFINITY)),
+                *v);
+            BOOST_TEST(std::memcmp(o->data(), of->data(), sizeof(*o)) == 0);
+        }
+    }
+    const std::string how = attend::explain(attend::scaled_dot_product_attention(*q, *k, *v));
+    BOOST_TEST((how.find("vdpbf16ps") != std::string::npos) == attend::simd::has_bf16_pair_dot, how);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(decode_pair_dots) {
+    check_decode_pairs<2, 3, 300, 64>(130);
+    check_decode_pairs<2, 4, 300, 128>(133);
+    check_decode_pairs<1, 5, 300, 32>(136);
+    check_decode_pairs<1, 15, 300, 64>(139);
 }
 
 // Decode into the first rows of its own bf16 V (read in place while the result lands there): as
@@ -754,18 +798,24 @@ BOOST_AUTO_TEST_CASE(decode_into_its_bf16_cache) {
     ref::fill(*v, 122);
     const auto v0 = std::make_unique<tensor<bf16, HKV, NMAX, D>>(*v);
     const auto cache_len = attend::iota<2, HKV, G, NMAX>() >= 291;
-    const tensor<bf16, HKV, G, D> want = attend::cast<bf16>(attend::scaled_dot_product_attention(*q, *k, *v0, cache_len));
-    attend::slice<1, G>(*v, 0) = attend::cast<bf16>(attend::scaled_dot_product_attention(*q, *k, *v, cache_len));
-    std::size_t differ = 0, touched = 0;
-    for (std::size_t h = 0; h < HKV; ++h)
-        for (std::size_t j = 0; j < NMAX; ++j)
-            for (std::size_t d = 0; d < D; ++d) {
-                const auto got = (*v)(h, j, d).to_bits();
-                if (j < G) differ += got != want(h, j, d).to_bits();
-                else touched += got != (*v0)(h, j, d).to_bits();
-            }
-    BOOST_TEST(differ == 0u);
-    BOOST_TEST(touched == 0u);
+    // Q in float, and rounded to bf16 (the tile stages on pair dot products where the target has them)
+    auto check = [&](const auto& query) {
+        *v = *v0;
+        const tensor<bf16, HKV, G, D> want = attend::cast<bf16>(attend::scaled_dot_product_attention(query, *k, *v0, cache_len));
+        attend::slice<1, G>(*v, 0) = attend::cast<bf16>(attend::scaled_dot_product_attention(query, *k, *v, cache_len));
+        std::size_t differ = 0, touched = 0;
+        for (std::size_t h = 0; h < HKV; ++h)
+            for (std::size_t j = 0; j < NMAX; ++j)
+                for (std::size_t d = 0; d < D; ++d) {
+                    const auto got = (*v)(h, j, d).to_bits();
+                    if (j < G) differ += got != want(h, j, d).to_bits();
+                    else touched += got != (*v0)(h, j, d).to_bits();
+                }
+        BOOST_TEST(differ == 0u);
+        BOOST_TEST(touched == 0u);
+    };
+    check(*q);
+    check(attend::cast<bf16>(*q));
 }
 
 // An index mask that rounds through bf16: the interval analysis that skips key tiles or drops the

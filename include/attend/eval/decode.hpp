@@ -223,12 +223,14 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
 // Split: bf16 key rows read as their even and odd elements, q split the same way
 // (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000 keys on Zen 5: 0.91-1.05 -> 0.82-0.85
 // ms with either compiler; the one- and two-query stream keeps widening in order, clang++ ran it
-// 1.6x slower split).
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class T,
+// 1.6x slower split). Q of bf16 (decode_pairs): pair dot products, half the registers a query.
+template <std::size_t D, class Q>
+inline constexpr std::size_t query_width = std::is_same_v<Q, bf16> ? D / 2 : D;
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class Q, class T,
           class Ahead>
-inline void decode_scores(const F* q, const T* k, std::size_t ldk, F* st, Ahead k_next) noexcept {
-    constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, D>;
-    constexpr std::size_t groups = query_groups<B, D, NQ>;
+inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, query_width<D, Q>>;
+    constexpr std::size_t groups = query_groups<B, query_width<D, Q>, NQ>;
     for (std::size_t jb = 0; jb < KB; jb += W) {
         B sc[NQ];
         [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -270,6 +272,50 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
     std::size_t i0 = 0;
     for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG>(i0);
     if constexpr (NQ % QG != 0) group.template operator()<NQ % QG>(i0);
+}
+
+// O = alpha O + P V_tile as pair dot products along the keys (decode_pairs): P rounded to bf16
+// (pp, rows BN apart), two V rows interleaved in registers (simd::unpack_rows) against each
+// query's two probabilities; the sums run in the unpacked lane order through the tile. As
+// decode_pv_rows, the groups request the next tile's V rows, each its share.
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, class F, class Ahead>
+inline void decode_pv_pairs(const bf16* pp, const bf16* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next) noexcept {
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+    constexpr std::size_t W = simd::lanes<B>, NV = DV / W, QG = query_group<B, DV>;
+    static_assert(W == 16 && DV % 32 == 0 && KB % 2 == 0);
+    auto group = [&]<std::size_t Rows>(std::size_t i0) {
+        B acc[Rows][NV];
+        for (std::size_t r = 0; r < Rows; ++r)
+            for (std::size_t c = 0; c < NV; c += 2) {
+                const B a(alpha[i0 + r]), n0 = B::load_unaligned(o + (i0 + r) * DV + c * W) * a;
+                simd::to_unpacked(n0, B::load_unaligned(o + (i0 + r) * DV + (c + 1) * W) * a, acc[r][c].data, acc[r][c + 1].data);
+            }
+        for (std::size_t j = 0; j < KB; j += 2) {
+            simd::bf16_pairs vp[NV];
+            for (std::size_t c = 0; c < NV; c += 2) simd::unpack_rows(v + j * ldv + c * W, v + (j + 1) * ldv + c * W, vp[c], vp[c + 1]);
+            for (std::size_t r = 0; r < Rows; ++r) {
+                const simd::bf16_pairs pj = simd::broadcast_pair(pp + (i0 + r) * BN + j);
+                for (std::size_t c = 0; c < NV; ++c) acc[r][c] = simd::dot_pairs(acc[r][c], pj, vp[c]);
+            }
+            simd::keep_memory_order();  // V two rows at a time (clang interleaved them)
+            v_next.template request<DV>(i0 / QG * KB + j);
+            v_next.template request<DV>(i0 / QG * KB + j + 1);
+        }
+        for (std::size_t r = 0; r < Rows; ++r)
+            for (std::size_t c = 0; c < NV; c += 2) {
+                __m512 n0, n1;
+                simd::from_unpacked(acc[r][c], acc[r][c + 1], n0, n1);
+                _mm512_storeu_ps(o + (i0 + r) * DV + c * W, n0);
+                _mm512_storeu_ps(o + (i0 + r) * DV + (c + 1) * W, n1);
+            }
+    };
+    std::size_t i0 = 0;
+    for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG>(i0);
+    if constexpr (NQ % QG != 0) group.template operator()<NQ % QG>(i0);
+#else
+    static_assert(sizeof(B) == 0, "attend internal: decode_pv_pairs needs AVX-512 BF16");
+    (void)pp, (void)v, (void)ldv, (void)alpha, (void)o, (void)v_next;
+#endif
 }
 
 // O = alpha O + P V_tile: MQ queries x NVd vectors of output columns per register tile, over KS
@@ -383,6 +429,15 @@ template <class S, class F, class Kt, class Vl, std::size_t NQ, std::size_t NK, 
 inline constexpr std::size_t decode_cache_bytes = S::size / (NQ * DV) * NK * (D * element_bytes<Kt, F> + DV * element_bytes<Vl, F>);
 inline constexpr std::size_t smallest_l3_bytes = std::size_t{1} << 20;
 
+// bf16 Q (memory or an expression of bf16), K and V (memory, rows in place) on a target with
+// AVX-512 BF16: the tile stages take both products as pair dot products at twice the FMA's
+// rate, P rounded to bf16 before P V, as the prefill nest does (docs/numerics.md). The one- and
+// two-query stream keeps float products: it reads at the speed of memory already.
+template <class G, class F, class Ql, class Kt, class Vl, std::size_t D, std::size_t DV>
+inline constexpr bool decode_pairs = simd::pair_rows<typename G::B, D> && simd::pair_rows<typename G::B, DV> && !G::stream &&
+                                     std::is_same_v<F, float> && std::is_same_v<typename Ql::value_type, bf16> &&
+                                     in_place<Kt, bf16, 1> && in_place<Vl, bf16, 0>;
+
 // One work item: every query of batch index `batch` against keys [jb, je) (whole tiles but the
 // last), into the running state `s`; `ahead`: the tile stages request the rows they read next.
 template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, class State>
@@ -415,13 +470,25 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         }
     // The tile stages read bf16 key rows in place as even and odd elements, against the queries
     // split the same way (decode_scores).
+    // bf16 Q, K and V: pair dot products instead (decode_pairs), Q and each tile's P as bf16.
+    constexpr bool pairs = decode_pairs<G, F, Ql, Kt, Vl, D, DV>;
     constexpr bool split = [] {
-        if constexpr (streamed<Kt, F, 1> && !G::stream) return simd::split_keys<B, typename Kt::value_type, D>;
+        if constexpr (streamed<Kt, F, 1> && !G::stream && !pairs) return simd::split_keys<B, typename Kt::value_type, D>;
         else return false;
     }();
     alignas(64) F qsplit[split ? NQ * D : 1];
     if constexpr (split)
         for (std::size_t i = 0; i < NQ; ++i) simd::split_even_odd(qbuf + i * D, D / 2, qsplit + i * D, qsplit + i * D + D / 2);
+    alignas(64) bf16 qpairs[pairs ? NQ * D : 1];
+    alignas(64) bf16 ppairs[pairs ? NQ * BN : 1];
+    if constexpr (pairs)
+        for (std::size_t x = 0; x < NQ * D; ++x) qpairs[x] = bf16(qbuf[x]);  // exact: Q is bf16
+    const auto* qrows = [&] {
+        if constexpr (pairs) return +qpairs;
+        else if constexpr (split) return +qsplit;
+        else return +qbuf;
+    }();
+    using Qrow = std::remove_cvref_t<decltype(*qrows)>;
     // The score tree over a tile whose scores the cursor locates in st.
     auto tree_at = [&](const tile_cursor<F>& cursor) { return with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor}); };
     using Tree = decltype(tree_at(std::declval<const tile_cursor<F>&>()));
@@ -449,15 +516,22 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
         const bool next_whole = ahead && KB == BN && j0 + KB + BN <= NK;
+        constexpr std::size_t k_groups = query_groups<B, query_width<D, Qrow>, NQ>;
         if constexpr (blocks)
-            with_rows_ahead<true, F, may_ahead, query_groups<B, D, NQ>>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
-                decode_scores<B, NQ, KB, BN, D, DV, split>(split ? +qsplit : +qbuf, k, ldk, st, k_next);
+            with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
+                decode_scores<B, NQ, KB, BN, D, DV, split>(qrows, k, ldk, st, k_next);
             });
         else dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
         const auto [vr, ldv] = rows.template operator()<false, DV, v_blocks && streamed<Vl, F, 0>>(v, ob, vpack);
-        if constexpr (v_blocks)
+        if constexpr (v_blocks && pairs) {
+            for (std::size_t i = 0; i < NQ; ++i)  // P rounded to bf16
+                for (std::size_t j = 0; j < KB; j += G::W) simd::round_for_pairs(st + i * BN + j, ppairs + i * BN + j);
+            with_rows_ahead<false, F, may_ahead, query_groups<B, DV, NQ>>(v, ob, j0 + KB, next_whole, [&, vr = vr, ldv = ldv](auto v_next) {
+                decode_pv_pairs<B, NQ, KB, BN, DV>(ppairs, vr, ldv, alpha, s.o, v_next);
+            });
+        } else if constexpr (v_blocks)
             with_rows_ahead<false, F, may_ahead, query_groups<B, DV, NQ>>(v, ob, j0 + KB, next_whole,
                                      [&, vr = vr, ldv = ldv](auto v_next) { decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, v_next); });
         else decode_pv<B, NQ, KB, BN, DV, G::MQ, G::NVd>(st, vr, ldv, alpha, s.o);

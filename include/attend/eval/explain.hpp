@@ -137,6 +137,10 @@ std::string explain(const E& e) {
                       detail::pair_dots<typename G::B, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
                                         std::remove_cvref_t<decltype(A::b)>, MM::K>)
             s += "  bf16 Q, K and V: both products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16)\n";
+        if constexpr (MM::M <= DT::max_queries &&
+                      detail::decode_pairs<DT, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
+                                           std::remove_cvref_t<decltype(A::b)>, MM::K, DV>)
+            s += "  bf16 Q, K and V: the tile stages' products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16)\n";
         s += "  Q: " + detail::describe<decltype(MM::a)>() + "\n  K^T: " + detail::describe<decltype(MM::b)>() + "\n  V: " +
              detail::describe<decltype(A::b)>() + "\n";
         if constexpr (!std::is_same_v<A, L>)
