@@ -123,6 +123,13 @@ BOOST_AUTO_TEST_CASE(matmul_reading_the_destination) {
     for (std::size_t j = 0; j < 64; ++j) BOOST_CHECK(ref::close(double(w(0, j)), want[j], 2e-5));
     for (std::size_t i = 1; i < 64; ++i)
         for (std::size_t j = 0; j < 64; ++j) BOOST_REQUIRE_EQUAL(w(i, j), w0(i, j));
+    // ... and through the transposed layout (one row of x: adjacent weight rows per register tile)
+    w = w0;
+    attend::slice<0, 1>(w, 0) = attend::matmul(attend::slice<0, 1>(w, 3), attend::transpose(w));
+    want = matmul_ref([&](std::size_t, std::size_t k) { return w0(3, k); }, [&](std::size_t k, std::size_t j) { return w0(j, k); }, 1, 64, 64);
+    for (std::size_t j = 0; j < 64; ++j) BOOST_CHECK(ref::close(double(w(0, j)), want[j], 2e-5));
+    for (std::size_t i = 1; i < 64; ++i)
+        for (std::size_t j = 0; j < 64; ++j) BOOST_REQUIRE_EQUAL(w(i, j), w0(i, j));
 }
 
 // The residual connection of every transformer block, over several k blocks (K = 520 and 1100
