@@ -306,15 +306,15 @@ inline void unpack_rows(const bf16* a, const bf16* b, bf16_pairs& lo, bf16_pairs
     hi = (bf16_pairs)_mm512_unpackhi_epi16(ra, rb);
 }
 // Sums of 32 elements in order (n0: 0..15, n1: 16..31) into the lane order of unpack_rows' lo
-// and hi, and back.
+// and hi; and lo and hi stored at p in element order.
 inline void to_unpacked(__m512 n0, __m512 n1, __m512& lo, __m512& hi) noexcept {
     lo = _mm512_shuffle_f32x4(n0, n1, _MM_SHUFFLE(2, 0, 2, 0));
     hi = _mm512_shuffle_f32x4(n0, n1, _MM_SHUFFLE(3, 1, 3, 1));
 }
-inline void from_unpacked(__m512 lo, __m512 hi, __m512& n0, __m512& n1) noexcept {
+inline void store_unpacked(float* p, __m512 lo, __m512 hi) noexcept {
     const __m512 a = _mm512_shuffle_f32x4(lo, hi, _MM_SHUFFLE(1, 0, 1, 0)), b = _mm512_shuffle_f32x4(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
-    n0 = _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(3, 1, 2, 0));
-    n1 = _mm512_shuffle_f32x4(b, b, _MM_SHUFFLE(3, 1, 2, 0));
+    _mm512_storeu_ps(p, _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(3, 1, 2, 0)));
+    _mm512_storeu_ps(p + 16, _mm512_shuffle_f32x4(b, b, _MM_SHUFFLE(3, 1, 2, 0)));
 }
 // 16 floats at x rounded to bf16 at p, in order (nearest even; denormals to zero, which is how
 // vdpbf16ps reads them anyway).

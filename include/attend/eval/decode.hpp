@@ -276,7 +276,7 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
 
 // O = alpha O + P V_tile as pair dot products along the keys (decode_pairs): P rounded to bf16
 // (pp, rows BN apart), two V rows interleaved in registers (simd::unpack_rows) against each
-// query's two probabilities; the sums run in the unpacked lane order through the tile. As
+// query's two probabilities; the sums run in the unpacked lane order through the tile (simd::to_unpacked, store_unpacked). As
 // decode_pv_rows, the groups request the next tile's V rows, each its share.
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, class F, class Ahead>
 inline void decode_pv_pairs(const bf16* pp, const bf16* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next) noexcept {
@@ -302,12 +302,7 @@ inline void decode_pv_pairs(const bf16* pp, const bf16* v, std::size_t ldv, cons
             v_next.template request<DV>(i0 / QG * KB + j + 1);
         }
         for (std::size_t r = 0; r < Rows; ++r)
-            for (std::size_t c = 0; c < NV; c += 2) {
-                __m512 n0, n1;
-                simd::from_unpacked(acc[r][c], acc[r][c + 1], n0, n1);
-                _mm512_storeu_ps(o + (i0 + r) * DV + c * W, n0);
-                _mm512_storeu_ps(o + (i0 + r) * DV + (c + 1) * W, n1);
-            }
+            for (std::size_t c = 0; c < NV; c += 2) simd::store_unpacked(o + (i0 + r) * DV + c * W, acc[r][c], acc[r][c + 1]);
     };
     std::size_t i0 = 0;
     for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG>(i0);
