@@ -276,8 +276,9 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
 
 // O = alpha O + P V_tile as pair dot products along the keys (decode_pairs): P rounded to bf16
 // (pp, rows BN apart), two V rows interleaved in registers (simd::unpack_rows) against each
-// query's two probabilities; the sums run in the unpacked lane order through the tile (simd::to_unpacked, store_unpacked). As
-// decode_pv_rows, the groups request the next tile's V rows, each its share.
+// query's two probabilities; the sums run in the unpacked lane order through the tile
+// (simd::to_unpacked, store_unpacked). As decode_pv_rows, the groups request the next tile's V
+// rows, each its share.
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, class F, class Ahead>
 inline void decode_pv_pairs(const bf16* pp, const bf16* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next) noexcept {
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
