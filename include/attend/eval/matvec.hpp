@@ -82,10 +82,6 @@ struct matvec_tiling {
     // 2.2-2.5 -> 1.9-2.0 ms, 16 rows 6.0-6.4 -> 5.2-5.7; from L3, 4 x 768 x 2048 went 67-72 ->
     // 77-79 µs, from L2 2 x 288 x 768 5.0 -> 5.7-6.1, and with one row of x the stream slowed).
     static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && bytes >= (std::size_t{16} << 20) ? 4096 : 0; }
-    // rows_n, one row of x against a weight of up to 1 MiB (read from L2): the register tile's RN
-    // rows adjacent, one forward stream, where rows ncols / RN apart pay only from memory (Zen 4,
-    // 288 x 768 and 768 x 288: 8.4-8.7 against 8.9-9.8 µs, level with Eigen).
-    static constexpr bool adjacent_rows(std::size_t bytes) { return M == 1 && bytes <= (std::size_t{1} << 20); }
 };
 
 template <class MM>
@@ -328,8 +324,8 @@ void dot_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::si
     for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K, EvenOdd, Later>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1, xs);
 }
 
-// The same with each register tile on RN adjacent rows: one forward stream (a weight in L2,
-// matvec_tiling::adjacent_rows).
+// The same with each register tile on RN adjacent rows: one forward stream (a short block of
+// keys in the decode nest).
 template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, class F, class T>
 void dot_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy) {
     std::size_t c = 0;
@@ -381,8 +377,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
             for (std::size_t m = 0; m < M; ++m) simd::split_even_odd(x + m * ldx, K / 2, xs + m * K, xs + m * K + K / 2);
             dot_panel<B, M, G::MB, G::RN, K, true>(x, ldx, w, ldw, ncols, y, NP, +xs);
-        } else if constexpr (G::adjacent_rows(bytes)) dot_rows<B, M, G::MB, G::RN, K>(x, ldx, w, ldw, ncols, y, NP);
-        else dot_panel<B, M, G::MB, G::RN, K, false, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
+        } else dot_panel<B, M, G::MB, G::RN, K, false, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
         finish(p, +y, NP, M, ncols);
