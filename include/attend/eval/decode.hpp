@@ -464,9 +464,9 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             sp.idx[Rs - 1] = d;
             qbuf[i * D + d] = read<F>(q, nd_pos<Rs>{sp.idx});
         }
-    // The tile stages read bf16 key rows in place as even and odd elements, against the queries
-    // split the same way (decode_scores).
-    // bf16 Q, K and V: pair dot products instead (decode_pairs), Q and each tile's P as bf16.
+    // bf16 Q, K and V: the tile stages on pair dot products (decode_pairs), Q and each tile's P
+    // as bf16. Else they read bf16 key rows in place as even and odd elements, against the
+    // queries split the same way (decode_scores).
     constexpr bool pairs = decode_pairs<G, F, Ql, Kt, Vl, D, DV>;
     constexpr bool split = [] {
         if constexpr (streamed<Kt, F, 1> && !G::stream && !pairs) return simd::split_keys<B, typename Kt::value_type, D>;
