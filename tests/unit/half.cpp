@@ -549,6 +549,82 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_weights_even_and_odd) {
     BOOST_TEST(std::abs(y(0, 0) - (1.7e38 + 63 * 0.125)) <= 1e-6 * 1.7e38);
 }
 
+// bf16 x against bf16 weights: rows (N, K) as pair products where the target has AVX-512 BF16
+// (exact products, float sums), W (K, N) on a float copy of x. x stored in bf16 and x as
+// cast<bf16>(float x) give the same bits; bias and residual fused; K tails below a pair vector,
+// odd N, every register tile height (1, 2, 3, 5 and 16 rows of x). Against double of the same
+// rounded values.
+template <std::size_t M, std::size_t K, std::size_t N>
+void check_matvec_bf16_x() {
+    auto x = std::make_unique<tensor<float, M, K>>();
+    auto xh = std::make_unique<tensor<bf16, M, K>>();
+    auto wnk = std::make_unique<tensor<bf16, N, K>>();
+    auto wkn = std::make_unique<tensor<bf16, K, N>>();
+    auto r = std::make_unique<tensor<float, M, N>>();
+    tensor<float, N> bias;
+    ref::fill(*x, 71);
+    ref::fill(*wnk, 72);
+    ref::fill(*wkn, 73);
+    ref::fill(*r, 74);
+    ref::fill(bias, 75);
+    *xh = attend::cast<bf16>(*x);
+    static_assert(attend::plan_of<decltype(attend::matmul(*xh, attend::transpose(*wnk)) + bias)> == attend::plan::matvec);
+    static_assert(attend::plan_of<decltype(attend::matmul(attend::cast<bf16>(*x), attend::transpose(*wnk)))> == attend::plan::matvec);
+    auto y = std::make_unique<tensor<float, M, N>>(), yc = std::make_unique<tensor<float, M, N>>();
+    *y = attend::matmul(*xh, attend::transpose(*wnk)) + bias;
+    *yc = attend::matmul(attend::cast<bf16>(*x), attend::transpose(*wnk)) + bias;
+    BOOST_TEST(std::memcmp(y->data(), yc->data(), sizeof(float) * M * N) == 0);
+    const tensor<float, M, N> r0 = *r;
+    *r = attend::matmul(*xh, *wkn) + *r;
+    const double tol = 1e-5 * std::sqrt(double(K));
+    ref::expect_all(*y, [&](const ref::index& i) {
+        double acc = bias(i[1]);
+        for (std::size_t k = 0; k < K; ++k) acc += static_cast<double>((*xh)(i[0], k)) * static_cast<double>((*wnk)(i[1], k));
+        return acc;
+    }, tol);
+    ref::expect_all(*r, [&](const ref::index& i) {
+        double acc = r0(i[0], i[1]);
+        for (std::size_t k = 0; k < K; ++k) acc += static_cast<double>((*xh)(i[0], k)) * static_cast<double>((*wkn)(k, i[1]));
+        return acc;
+    }, tol);
+}
+
+BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
+    check_matvec_bf16_x<1, 301, 77>();
+    check_matvec_bf16_x<1, 288, 768>();
+    check_matvec_bf16_x<2, 96, 33>();
+    check_matvec_bf16_x<1, 7, 5>();
+    check_matvec_bf16_x<3, 1024, 1031>();
+    check_matvec_bf16_x<5, 2000, 515>();
+    check_matvec_bf16_x<16, 1100, 1000>();
+    const auto x = std::make_unique<tensor<bf16, 1, 96>>();
+    const auto w = std::make_unique<tensor<bf16, 40, 96>>();
+    const std::string how = attend::explain(attend::matmul(*x, attend::transpose(*w)));
+    BOOST_TEST((how.find("vdpbf16ps") != std::string::npos) == attend::simd::has_bf16_pair_dot, how);
+
+    // ±inf and NaN in x or in a weight give what float products give, and stay in their columns.
+    constexpr std::size_t K = 64;
+    tensor<bf16, 1, K> xs;
+    auto ws = std::make_unique<tensor<bf16, 4, K>>();
+    for (std::size_t k = 0; k < K; ++k) {
+        xs(0, k) = bf16(0.25f);
+        for (std::size_t n = 0; n < 4; ++n) (*ws)(n, k) = bf16(0.5f);
+    }
+    const float inf = std::numeric_limits<float>::infinity();
+    (*ws)(1, 5) = bf16(inf);
+    (*ws)(2, 6) = bf16(std::numeric_limits<float>::quiet_NaN());
+    tensor<float, 1, 4> ys = attend::matmul(xs, attend::transpose(*ws));
+    BOOST_TEST(ys(0, 0) == 8.0f);
+    BOOST_TEST(ys(0, 1) == inf);
+    BOOST_TEST(std::isnan(ys(0, 2)));
+    BOOST_TEST(ys(0, 3) == 8.0f);
+    xs(0, 3) = bf16(-inf);
+    ys = attend::matmul(xs, attend::transpose(*ws));
+    BOOST_TEST(ys(0, 0) == -inf);
+    BOOST_TEST(std::isnan(ys(0, 1)));  // -inf + inf
+    BOOST_TEST(ys(0, 3) == -inf);
+}
+
 // The matvec plan over 16-bit weights writing the row it reads (a residual stream updated in
 // place), in both weight layouts: the same bits as into a fresh tensor.
 BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_into_its_input) {
@@ -567,6 +643,12 @@ BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_into_its_input) {
     x = x0;
     x = attend::matmul(x, *w);
     BOOST_TEST(std::memcmp(x.data(), fresh_kn.data(), sizeof(float) * K) == 0);
+    // x rounded to bf16 on the right side (pair products against (N, K)): the same bits as fresh.
+    static_assert(attend::plan_of<decltype(attend::matmul(attend::cast<bf16>(x), attend::transpose(*w)) + x)> == attend::plan::matvec);
+    const tensor<float, 1, K> fresh_pairs = attend::matmul(attend::cast<bf16>(x0), attend::transpose(*w)) + x0;
+    tensor<float, 1, K> xp = x0;
+    xp = attend::matmul(attend::cast<bf16>(xp), attend::transpose(*w)) + xp;
+    BOOST_TEST(std::memcmp(xp.data(), fresh_pairs.data(), sizeof(float) * K) == 0);
     double err = 0;  // and the values themselves
     for (std::size_t n = 0; n < K; ++n) {
         double acc = 0;

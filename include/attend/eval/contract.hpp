@@ -421,11 +421,13 @@ auto tile_finisher(T* out, const E& tree) {
     };
 }
 
-// x of the matvec plan in place: a memory leaf as it is, an expression materialised first.
-template <class Arch, class F, class A, class K>
+// x of the matvec plan in place as element type X: a memory leaf of X as it is, anything else
+// materialised first (converted to X when its type differs).
+template <class Arch, class X, class A, class K>
 decltype(auto) rows_in_place(const A& a, K&& k) {
-    if constexpr (in_place<A, F, 0>) return k(a);
-    else return materialise<Arch>(a, k);
+    if constexpr (in_place<A, X, 0>) return k(a);
+    else if constexpr (std::is_same_v<typename A::value_type, X>) return materialise<Arch>(a, k);
+    else return materialise<Arch>(cast_node<X, A>{{}, a}, k);
 }
 
 template <class Arch, class S, class T, class E>
@@ -434,7 +436,7 @@ void evaluate_contraction(T* out, const E& tree) {
     using N0 = std::remove_cvref_t<decltype(node)>;
     if constexpr (matvec_applies<N0>) {  // a few rows: the weight streamed once (matvec.hpp)
         using F = compute_t<N0, floating_or_double<T>>;
-        rows_in_place<Arch, F>(node.a, [&](const auto& a) {
+        rows_in_place<Arch, matvec_x_t<N0, F>>(node.a, [&](const auto& a) {
             const matmul_node<std::remove_cvref_t<decltype(a)>, decltype(N0::b)> mm{{}, a, node.b};
             matvec<Arch, S, F>(mm, tile_finisher<Arch, S, T, F, is_kind<E, kind::matmul> && std::is_same_v<T, F>>(out, tree));
         });

@@ -181,16 +181,20 @@ std::string explain(const E& e) {
         constexpr bool by_rows = detail::weight_layout_of<decltype(MM::b), F> == detail::weight_layout::rows_k;
         s += "plan: matvec, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
              " per batch index, the weight streamed once, panels of " + std::to_string(G::NP) + " columns\n";
-        s += std::string("  x (") + (detail::in_place<A, F, 0> ? "read in place" : "materialised first") + "): " + detail::describe<A>() + "\n";
+        using X = detail::matvec_x_t<MM, F>;
+        constexpr bool pairs = !std::is_same_v<X, F>;
+        s += std::string("  x (") + (detail::in_place<A, X, 0> ? "read in place" : std::is_same_v<typename A::value_type, X> ? "materialised first" : "widened first") +
+             "): " + detail::describe<A>() + "\n";
         using T = typename decltype(MM::b)::value_type;
         constexpr std::size_t bytes = MM::K * MM::N * sizeof(T);
-        constexpr bool even_odd = detail::even_odd_rows<typename G::B, F, T, MM::M, MM::K>;
+        constexpr bool even_odd = !pairs && detail::even_odd_rows<typename G::B, F, T, MM::M, MM::K>;
         const std::string rows_k = G::sums_in_registers(bytes)
                                        ? "sums of " + std::to_string(G::NV) + " vectors of columns in registers over all of K"
                                        : std::to_string(G::rows_per_step(bytes)) + " rows of (K, N) at a time added into the panel's sums";
         const std::string rows_n = std::to_string(G::RN) + " rows of (N, K) at a time as dot products, " + std::to_string(G::MB) +
                                    " row(s) of x per register tile" +
-                                   (even_odd ? "; bf16 widened into even and odd elements, against x split the same way" : "");
+                                   (even_odd ? "; bf16 widened into even and odd elements, against x split the same way" : "") +
+                                   (pairs ? "; bf16 x and weight as pair products by vdpbf16ps (two products per lane)" : "");
         s += "  weight (read in place, " + (by_rows ? rows_k + (detail::even_odd_columns<typename G::B, T> ? ", bf16 widened into even and odd columns" : "") : rows_n) +
              "): " + detail::describe<decltype(MM::b)>() + "\n";
         if constexpr (!is_kind<L, kind::matmul>) s += "  epilogue per finished panel: " + detail::describe<L>() + "\n";

@@ -84,16 +84,35 @@ struct matvec_tiling {
     static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && bytes >= (std::size_t{16} << 20) ? 4096 : 0; }
 };
 
+// bf16 x (bf16 memory, or the caller's `cast<bf16>(x)`) against bf16 weight rows (N, K) on a
+// target with AVX-512 BF16: vdpbf16ps takes two exact products a float lane (float sums), nothing
+// is widened and half the multiply instructions run. Float x keeps float products: rounding it
+// is the caller's choice, as for decode's queries (docs/numerics.md). W (K, N) keeps them too:
+// pairs there need two rows interleaved by a shuffle (level with the widening, measured) or x
+// against a zero in each pair (a non-finite weight would then spoil its neighbour column).
+template <class A, class Bop, class F>
+inline constexpr bool pair_matvec = simd::has_bf16_pair_dot && std::is_same_v<F, float> &&
+                                    simd::lanes<simd::batch<float, simd::default_arch>> == 16 &&
+                                    std::is_same_v<std::remove_cv_t<typename A::value_type>, bf16> &&
+                                    std::is_same_v<std::remove_cv_t<typename Bop::value_type>, bf16> &&
+                                    weight_layout_of<Bop, F> == weight_layout::rows_n;
+
+// The element type the matvec plan reads x as: bf16 for pair products, else the compute type
+// (16-bit x is widened into a float copy first: a row is small beside its weight).
+template <class MM, class F>
+using matvec_x_t = std::conditional_t<pair_matvec<decltype(MM::a), decltype(MM::b), F>, bf16, F>;
+
 template <class MM>
 inline constexpr bool matvec_applies = [] {
     if constexpr (MM::precision == 0) {
         return false;
     } else {
         using F = compute_t<MM, double>;
+        using X = typename decltype(MM::a)::value_type;
         using G = matvec_tiling<F, simd::default_arch, MM::M, MM::N>;
         constexpr weight_layout wl = weight_layout_of<decltype(MM::b), F>;
         return MM::M <= G::max_rows && wl != weight_layout::none && G::worth(MM::K, wl) &&
-               std::is_same_v<typename decltype(MM::a)::value_type, F>;
+               (std::is_same_v<X, F> || (is_half<X> && std::is_same_v<F, float>));
     }
 }();
 
@@ -261,19 +280,61 @@ inline void even_odd_dots(const float* xs, const bf16* w, std::size_t ldn, B (&a
             for (std::size_t r = 0; r < RN; ++r) acc[m][r] += odd_acc[m][r];
 }
 
+// The vector part of a register tile's dot products of bf16 x with bf16 weight rows as pair
+// products (pair_matvec), into acc[m][r]; two sets of accumulators while the tile has too few to
+// cover vdpbf16ps' latency.
+template <class B, std::size_t MB, std::size_t RN, std::size_t KV>
+inline void pair_row_dots(const bf16* x, std::size_t ldx, const bf16* w, std::size_t ldn, B (&acc)[MB][RN]) noexcept {
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+    constexpr std::size_t P = 2 * simd::lanes<B>, split = MB * RN <= 8 ? 2 : 1;
+    B second[split == 2 ? MB : 1][RN];
+    for (auto& row : second)
+        for (auto& a : row) a = B(0.0f);
+    auto step = [&](std::size_t k, auto& sums) {
+        simd::bf16_pairs wp[RN];
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < RN; ++r) wp[r] = simd::load_pairs(w + r * ldn + k);
+#pragma GCC unroll 8
+        for (std::size_t m = 0; m < MB; ++m) {
+            const simd::bf16_pairs xp = simd::load_pairs(x + m * ldx + k);
+#pragma GCC unroll 8
+            for (std::size_t r = 0; r < RN; ++r) sums[m][r] = simd::dot_pairs(sums[m][r], xp, wp[r]);
+        }
+    };
+    std::size_t k = 0;
+    if constexpr (split == 2)
+        for (; k + 2 * P <= KV; k += 2 * P) step(k, acc), step(k + P, second);
+    for (; k < KV; k += P) step(k, acc);
+    if constexpr (split == 2)
+        for (std::size_t m = 0; m < MB; ++m)
+            for (std::size_t r = 0; r < RN; ++r) acc[m][r] += second[m][r];
+#else
+    static_assert(sizeof(B) == 0, "attend internal: pair_row_dots needs AVX-512 BF16");
+    (void)x, (void)ldx, (void)w, (void)ldn, (void)acc;
+#endif
+}
+
+// How a register tile of dot products reads x and the weight rows: as they are (a 16-bit weight
+// widened in order), bf16 weights widened into even and odd lanes against x split the same way
+// (even_odd_rows), or bf16 x and weights as pair products (pair_matvec).
+enum class dots { plain, even_odd, pairs };
+
 // y[m][r * q] = sum over k of x[m][k] * w[r * ldn + k], for m < MB and r < RN: one register
-// tile of dot products, lanes along k, the tail of K added in scalars. EvenOdd: bf16 weights
-// against x split at xs (even_odd_rows). Later: with each weight vector, request the line Later
-// bytes further on in its row (0: none; matvec_tiling::later).
-template <class B, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, std::size_t Later = 0, class F, class T>
-inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q,
+// tile of dot products, lanes along k, the tail of K added in scalars. even_odd: against x split
+// at xs. Later: with each weight vector, request the line Later bytes further on in its row (0:
+// none; matvec_tiling::later).
+template <class B, std::size_t MB, std::size_t RN, std::size_t K, dots Kind = dots::plain, std::size_t Later = 0, class X, class F,
+          class T>
+inline void dot_tile(const X* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q,
                      const F* xs = nullptr) noexcept {
-    constexpr std::size_t W = simd::lanes<B>, KW = EvenOdd ? 2 * W : W, KV = K / KW * KW;
+    constexpr std::size_t W = simd::lanes<B>, KW = Kind == dots::plain ? W : 2 * W, KV = K / KW * KW;
     B acc[MB][RN];
     for (std::size_t m = 0; m < MB; ++m)
         for (std::size_t r = 0; r < RN; ++r) acc[m][r] = B(F(0));
-    if constexpr (EvenOdd) {
+    if constexpr (Kind == dots::even_odd) {
         even_odd_dots<B, MB, RN, K, KV>(xs, w, ldn, acc);
+    } else if constexpr (Kind == dots::pairs) {
+        pair_row_dots<B, MB, RN, KV>(x, ldx, w, ldn, acc);
     } else {
         for (std::size_t k = 0; k < KV; k += W) {
             B wv[RN];
@@ -294,7 +355,7 @@ inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F
         F s[RN];
         simd::reduce_add_each(acc[m], s);
         for (std::size_t r = 0; r < RN; ++r) {
-            for (std::size_t k = KV; k < K; ++k) s[r] += x[m * ldx + k] * simd::load<F>(w + r * ldn + k);
+            for (std::size_t k = KV; k < K; ++k) s[r] += simd::load<F>(x + m * ldx + k) * simd::load<F>(w + r * ldn + k);
             y[m * ldy + r * q] = s[r];
         }
     }
@@ -302,26 +363,27 @@ inline void dot_tile(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F
 
 // RN output columns for all M rows of x, MB rows at a time (the weight rows stay in L1/L2
 // between the row blocks).
-template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, std::size_t Later = 0,
-          std::size_t M0 = 0, class F, class T>
-inline void dot_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q,
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, dots Kind = dots::plain, std::size_t Later = 0,
+          std::size_t M0 = 0, class X, class F, class T>
+inline void dot_columns(const X* x, std::size_t ldx, const T* w, std::size_t ldn, F* y, std::size_t ldy, std::size_t q,
                         const F* xs = nullptr) noexcept {
     if constexpr (M0 < M) {
         constexpr std::size_t rows = std::min(MB, M - M0);
-        dot_tile<B, rows, RN, K, EvenOdd, Later>(x + M0 * ldx, ldx, w, ldn, y + M0 * ldy, ldy, q, EvenOdd ? xs + M0 * K : xs);
-        dot_columns<B, M, MB, RN, K, EvenOdd, Later, M0 + rows>(x, ldx, w, ldn, y, ldy, q, xs);
+        dot_tile<B, rows, RN, K, Kind, Later>(x + M0 * ldx, ldx, w, ldn, y + M0 * ldy, ldy, q,
+                                              Kind == dots::even_odd ? xs + M0 * K : xs);
+        dot_columns<B, M, MB, RN, K, Kind, Later, M0 + rows>(x, ldx, w, ldn, y, ldy, q, xs);
     }
 }
 
 // rows_n panel: y[m][c] = sum over k of x[m][k] * w[c * ldn + k]. A register tile takes rows
 // ncols / RN apart, so that even short rows (adjacent in memory) are read as RN streams.
-template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, bool EvenOdd = false, std::size_t Later = 0, class F,
-          class T>
-void dot_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy,
+template <class B, std::size_t M, std::size_t MB, std::size_t RN, std::size_t K, dots Kind = dots::plain, std::size_t Later = 0,
+          class X, class F, class T>
+void dot_panel(const X* x, std::size_t ldx, const T* w, std::size_t ldn, std::size_t ncols, F* y, std::size_t ldy,
                const F* xs = nullptr) {
     const std::size_t q = ncols / RN;
-    for (std::size_t c = 0; c < q; ++c) dot_columns<B, M, MB, RN, K, EvenOdd, Later>(x, ldx, w + c * ldn, q * ldn, y + c, ldy, q, xs);
-    for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K, EvenOdd, Later>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1, xs);
+    for (std::size_t c = 0; c < q; ++c) dot_columns<B, M, MB, RN, K, Kind, Later>(x, ldx, w + c * ldn, q * ldn, y + c, ldy, q, xs);
+    for (std::size_t c = q * RN; c < ncols; ++c) dot_columns<B, M, MB, 1, K, Kind, Later>(x, ldx, w + c * ldn, ldn, y + c, ldy, 1, xs);
 }
 
 // The same with each register tile on RN adjacent rows: one forward stream (a short block of
@@ -348,13 +410,15 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
     constexpr std::size_t W = G::W;
     constexpr std::size_t NP = G::NP, batches = S::size / (M * N);
     constexpr weight_layout wl = weight_layout_of<Bop, F>;
-    static_assert(wl != weight_layout::none && in_place<A, F, 0>, "attend internal: matvec: operands not in place");
+    static_assert(wl != weight_layout::none && in_place<A, typename A::value_type, 0>, "attend internal: matvec: operands not in place");
     constexpr std::size_t ldx = A::layout::template strides_at<R>[R - 2];
     constexpr std::size_t ldw = Bop::layout::template strides_at<R>[wl == weight_layout::rows_k ? R - 2 : R - 1];
     // Threads pay from 64 Ki multiply-adds (a 256 KiB weight: 288 x 288 ran 6.6 -> 4.3 µs on two
     // Zen 1 cores, waking them costs ~1 µs).
     constexpr bool worth = batches * M * N * K >= (std::size_t{1} << 16);
-    constexpr bool even_odd = wl == weight_layout::rows_n && even_odd_rows<B, F, typename Bop::value_type, M, K>;
+    constexpr bool pairs = pair_matvec<A, Bop, F>;
+    static_assert(pairs || std::is_same_v<typename A::value_type, F>, "attend internal: matvec: x not in the compute type");
+    constexpr bool even_odd = !pairs && wl == weight_layout::rows_n && even_odd_rows<B, F, typename Bop::value_type, M, K>;
     // Panels of at most NP columns, at least one per thread when it is worth it; every column's
     // sum is formed in the same order whatever the split, so results do not depend on it.
     const std::size_t want = worth ? (worker_count() + batches - 1) / batches : 1;
@@ -366,18 +430,20 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         if (j0 >= N) return;
         const std::size_t ncols = std::min(width, N - j0);
         alignas(64) F y[M * NP];
-        const F* x = matrix_at(mm.a, p, 0, 0).first;
+        const auto* x = matrix_at(mm.a, p, 0, 0).first;  // F, or bf16 for pairs
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
         constexpr std::size_t bytes = K * N * sizeof(typename Bop::value_type);
-        if constexpr (wl == weight_layout::rows_k && G::sums_in_registers(bytes))
+        if constexpr (pairs)
+            dot_panel<B, M, G::MB, G::RN, K, dots::pairs>(x, ldx, w, ldw, ncols, y, NP);
+        else if constexpr (wl == weight_layout::rows_k && G::sums_in_registers(bytes))
             axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
         else if constexpr (wl == weight_layout::rows_k)
             axpy_panel<B, M, K, G::rows_per_step(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         else if constexpr (even_odd) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
             for (std::size_t m = 0; m < M; ++m) simd::split_even_odd(x + m * ldx, K / 2, xs + m * K, xs + m * K + K / 2);
-            dot_panel<B, M, G::MB, G::RN, K, true>(x, ldx, w, ldw, ncols, y, NP, +xs);
-        } else dot_panel<B, M, G::MB, G::RN, K, false, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
+            dot_panel<B, M, G::MB, G::RN, K, dots::even_odd>(x, ldx, w, ldw, ncols, y, NP, +xs);
+        } else dot_panel<B, M, G::MB, G::RN, K, dots::plain, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
         finish(p, +y, NP, M, ncols);
