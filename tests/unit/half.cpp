@@ -498,6 +498,9 @@ BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
     check_matvec_16<f16, 1, 288, 768>();
     check_matvec_16<bf16, 3, 1024, 1031>();  // M x 256 KiB of weight and more: the plan beyond two rows
     check_matvec_16<bf16, 1, 2903, 2901>();  // beyond 16 MiB: W (K, N) 8 rows per step, a K tail of 7
+    // W (K, N) narrow: the column sums over two or four interleaved sets of rows, K tails of 3
+    check_matvec_16<bf16, 1, 299, 48>();
+    check_matvec_16<f16, 2, 299, 48>();
 }
 
 // bf16 weight rows (N, K) widened into even and odd elements against x split the same way: every

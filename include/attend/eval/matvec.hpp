@@ -192,6 +192,26 @@ void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
     }
 }
 
+// sums[m][v] += x[m * ldx] * (the NV vectors of one weight row at w), for axpy_columns.
+template <class B, std::size_t M, std::size_t NV, bool EvenOdd, class F, class T>
+__attribute__((always_inline)) inline void column_sums_row(const F* x, std::size_t ldx, const T* w, B (&sums)[M][NV]) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    B wv[NV];
+    if constexpr (EvenOdd) {
+#pragma GCC unroll 8
+        for (std::size_t v = 0; v < NV; v += 2) simd::widen_even_odd(w + v * W, wv[v], wv[v + 1]);
+    } else {
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < NV; ++v) wv[v] = simd::load<B>(w + v * W);
+    }
+#pragma GCC unroll 4
+    for (std::size_t m = 0; m < M; ++m) {
+        const B xb(x[m * ldx]);
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < NV; ++v) sums[m][v] = simd::fma(xb, wv[v], sums[m][v]);
+    }
+}
+
 // rows_k panel of a weight held in cache: y[m][c] = sum over k of x[m][k] * w[k * ldk + c] with
 // the sums of NV vectors of columns in registers over all of K (the weight rows' segments read
 // with a stride), where sums in L1 cost a load and a store per U weight rows. bf16 weights widen
@@ -200,30 +220,27 @@ template <class B, std::size_t M, std::size_t NV, std::size_t K, class F, class 
 void axpy_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
     constexpr std::size_t W = simd::lanes<B>;
     constexpr bool even_odd = even_odd_columns<B, T> && NV % 2 == 0;
+    // Few sums (the columns left after the wide blocks) take KS sets over interleaved rows, so
+    // that enough FMAs are in flight to hide their latency.
+    constexpr std::size_t KS = M * NV <= 2 ? 4 : M * NV <= 4 ? 2 : 1;
     std::size_t c = 0;
     for (; c + NV * W <= ncols; c += NV * W) {
-        B acc[M][NV];
-        for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t v = 0; v < NV; ++v) acc[m][v] = B(F(0));
-        for (std::size_t k = 0; k < K; ++k) {
-            B wv[NV];
-            if constexpr (even_odd) {
-#pragma GCC unroll 8
-                for (std::size_t v = 0; v < NV; v += 2) simd::widen_even_odd(w + k * ldk + c + v * W, wv[v], wv[v + 1]);
-            } else {
-#pragma GCC unroll 16
-                for (std::size_t v = 0; v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + c + v * W);
-            }
+        B acc[KS][M][NV];
+        for (auto& set : acc)
+            for (auto& row : set)
+                for (auto& a : row) a = B(F(0));
+        std::size_t k = 0;
+        if constexpr (KS > 1)
+            for (; k + KS <= K; k += KS)
 #pragma GCC unroll 4
-            for (std::size_t m = 0; m < M; ++m) {
-                const B xb(x[m * ldx + k]);
-#pragma GCC unroll 16
-                for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
-            }
-        }
+                for (std::size_t s = 0; s < KS; ++s) column_sums_row<B, M, NV, even_odd>(x + k + s, ldx, w + (k + s) * ldk + c, acc[s]);
+        for (; k < K; ++k) column_sums_row<B, M, NV, even_odd>(x + k, ldx, w + k * ldk + c, acc[0]);
+        for (std::size_t s = 1; s < KS; ++s)
+            for (std::size_t m = 0; m < M; ++m)
+                for (std::size_t v = 0; v < NV; ++v) acc[0][m][v] += acc[s][m][v];
         for (std::size_t m = 0; m < M; ++m)
             for (std::size_t v = 0; v < NV; ++v) {
-                acc[m][v].store_aligned(y + m * ldy + c + v * W);
+                acc[0][m][v].store_aligned(y + m * ldy + c + v * W);
                 if (even_odd && v % 2 == 1) interleave_block<W>(y + m * ldy + c + (v - 1) * W);
             }
     }
