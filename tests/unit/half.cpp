@@ -498,8 +498,9 @@ BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
     check_matvec_16<f16, 1, 288, 768>();
     check_matvec_16<bf16, 3, 1024, 1031>();  // M x 256 KiB of weight and more: the plan beyond two rows
     check_matvec_16<bf16, 1, 2903, 2901>();  // beyond 16 MiB: W (K, N) 8 rows per step, a K tail of 7
-    // W (K, N) narrow: the column sums over two or four interleaved sets of rows, K tails of 3
+    // W (K, N) in cache, narrow: column sums in blocks of 4, 2 and 1 vectors after the wide ones
     check_matvec_16<bf16, 1, 299, 48>();
+    check_matvec_16<bf16, 1, 299, 112>();
     check_matvec_16<f16, 2, 299, 48>();
 }
 
@@ -553,10 +554,10 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_weights_even_and_odd) {
 }
 
 // bf16 x against bf16 weights: rows (N, K) as pair products where the target has AVX-512 BF16
-// (exact products, float sums), W (K, N) on a float copy of x. x stored in bf16 and x as
-// cast<bf16>(float x) give the same bits; bias and residual fused; K tails below a pair vector,
-// odd N, every register tile height (1, 2, 3, 5 and 16 rows of x). Against double of the same
-// rounded values.
+// (exact products, float sums), W (K, N) on a float copy of x (the matvec plan up to its row
+// limit, the contraction beyond). x stored in bf16 and x as cast<bf16>(float x) give the same
+// bits; bias and residual fused; K tails below a pair vector, odd N, 1 to 16 rows of x (tiles of
+// up to 8 rows and their remainders). Against double of the same rounded values.
 template <std::size_t M, std::size_t K, std::size_t N>
 void check_matvec_bf16_x() {
     auto x = std::make_unique<tensor<float, M, K>>();
@@ -605,8 +606,9 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
     const std::string how = attend::explain(attend::matmul(*x, attend::transpose(*w)));
     BOOST_TEST((how.find("vdpbf16ps") != std::string::npos) == attend::simd::has_bf16_pair_dot, how);
 
-    // ±inf and NaN in x or in a weight give what float products give, and stay in their columns.
-    constexpr std::size_t K = 64;
+    // ±inf and NaN in x or in a weight give what float products give, and stay in their columns
+    // (the vector part, and the K tail added in scalars: k = 66).
+    constexpr std::size_t K = 70;
     tensor<bf16, 1, K> xs;
     auto ws = std::make_unique<tensor<bf16, 4, K>>();
     for (std::size_t k = 0; k < K; ++k) {
@@ -617,14 +619,19 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
     (*ws)(1, 5) = bf16(inf);
     (*ws)(2, 6) = bf16(std::numeric_limits<float>::quiet_NaN());
     tensor<float, 1, 4> ys = attend::matmul(xs, attend::transpose(*ws));
-    BOOST_TEST(ys(0, 0) == 8.0f);
+    BOOST_TEST(ys(0, 0) == 8.75f);
     BOOST_TEST(ys(0, 1) == inf);
     BOOST_TEST(std::isnan(ys(0, 2)));
-    BOOST_TEST(ys(0, 3) == 8.0f);
+    BOOST_TEST(ys(0, 3) == 8.75f);
     xs(0, 3) = bf16(-inf);
     ys = attend::matmul(xs, attend::transpose(*ws));
     BOOST_TEST(ys(0, 0) == -inf);
     BOOST_TEST(std::isnan(ys(0, 1)));  // -inf + inf
+    BOOST_TEST(ys(0, 3) == -inf);
+    xs(0, 3) = bf16(0.25f);
+    (*ws)(3, 66) = bf16(-inf);
+    ys = attend::matmul(xs, attend::transpose(*ws));
+    BOOST_TEST(ys(0, 0) == 8.75f);
     BOOST_TEST(ys(0, 3) == -inf);
 }
 
@@ -646,12 +653,20 @@ BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_into_its_input) {
     x = x0;
     x = attend::matmul(x, *w);
     BOOST_TEST(std::memcmp(x.data(), fresh_kn.data(), sizeof(float) * K) == 0);
-    // x rounded to bf16 on the right side (pair products against (N, K)): the same bits as fresh.
+    // x rounded to bf16 on the right side (pair products against (N, K)): the same bits as fresh
+    // and the right values (the assignment runs through a temporary: alias.hpp).
     static_assert(attend::plan_of<decltype(attend::matmul(attend::cast<bf16>(x), attend::transpose(*w)) + x)> == attend::plan::matvec);
     const tensor<float, 1, K> fresh_pairs = attend::matmul(attend::cast<bf16>(x0), attend::transpose(*w)) + x0;
     tensor<float, 1, K> xp = x0;
     xp = attend::matmul(attend::cast<bf16>(xp), attend::transpose(*w)) + xp;
     BOOST_TEST(std::memcmp(xp.data(), fresh_pairs.data(), sizeof(float) * K) == 0);
+    double err_pairs = 0;
+    for (std::size_t n = 0; n < K; ++n) {
+        double acc = x0(0, n);
+        for (std::size_t k = 0; k < K; ++k) acc += double(float(bf16(x0(0, k)))) * static_cast<double>((*w)(n, k));
+        err_pairs = std::max(err_pairs, std::abs(acc - xp(0, n)));
+    }
+    BOOST_TEST(err_pairs < 1e-4);
     double err = 0;  // and the values themselves
     for (std::size_t n = 0; n < K; ++n) {
         double acc = 0;

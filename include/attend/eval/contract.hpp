@@ -436,7 +436,7 @@ void evaluate_contraction(T* out, const E& tree) {
     using N0 = std::remove_cvref_t<decltype(node)>;
     if constexpr (matvec_applies<N0>) {  // a few rows: the weight streamed once (matvec.hpp)
         using F = compute_t<N0, floating_or_double<T>>;
-        rows_in_place<Arch, matvec_x_t<N0, F>>(node.a, [&](const auto& a) {
+        rows_in_place<Arch, matvec_x_t<Arch, N0, F>>(node.a, [&](const auto& a) {
             const matmul_node<std::remove_cvref_t<decltype(a)>, decltype(N0::b)> mm{{}, a, node.b};
             matvec<Arch, S, F>(mm, tile_finisher<Arch, S, T, F, is_kind<E, kind::matmul> && std::is_same_v<T, F>>(out, tree));
         });

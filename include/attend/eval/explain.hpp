@@ -176,18 +176,21 @@ std::string explain(const E& e) {
         if constexpr (!is_kind<L, kind::matmul>) s += "  epilogue per finished tile: " + detail::describe<L>() + "\n";
     } else if constexpr (p == plan::matvec) {
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const L&>()))>;
-        using G = detail::matvec_tiling<F, Arch, MM::M, MM::N>;
+        using FM = detail::compute_t<MM, double>;  // the matmul's own compute type, as evaluate_contraction's
+        using G = detail::matvec_tiling<FM, Arch, MM::M, MM::N>;
         using A = decltype(MM::a);
-        constexpr bool by_rows = detail::weight_layout_of<decltype(MM::b), F> == detail::weight_layout::rows_k;
+        constexpr bool by_rows = detail::weight_layout_of<decltype(MM::b), FM> == detail::weight_layout::rows_k;
         s += "plan: matvec, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
              " per batch index, the weight streamed once, panels of " + std::to_string(G::NP) + " columns\n";
-        using X = detail::matvec_x_t<MM, F>;
-        constexpr bool pairs = !std::is_same_v<X, F>;
-        s += std::string("  x (") + (detail::in_place<A, X, 0> ? "read in place" : std::is_same_v<typename A::value_type, X> ? "materialised first" : "widened first") +
-             "): " + detail::describe<A>() + "\n";
+        constexpr bool pairs = detail::pair_matvec<Arch, A, decltype(MM::b), FM>;
+        using X = detail::matvec_x_t<Arch, MM, FM>;
+        const char* x_how = detail::in_place<A, X, 0>                        ? "read in place"
+                            : std::is_same_v<typename A::value_type, X> ? "materialised first"
+                                                                        : "widened first";
+        s += std::string("  x (") + x_how + "): " + detail::describe<A>() + "\n";
         using T = typename decltype(MM::b)::value_type;
         constexpr std::size_t bytes = MM::K * MM::N * sizeof(T);
-        constexpr bool even_odd = !pairs && detail::even_odd_rows<typename G::B, F, T, MM::M, MM::K>;
+        constexpr bool even_odd = !pairs && detail::even_odd_rows<typename G::B, FM, T, MM::M, MM::K>;
         const std::string rows_k = G::sums_in_registers(bytes)
                                        ? "sums of " + std::to_string(G::NV) + " vectors of columns in registers over all of K"
                                        : std::to_string(G::rows_per_step(bytes)) + " rows of (K, N) at a time added into the panel's sums";

@@ -11,9 +11,11 @@
 //   layout). Each output column is a dot product of a weight row with x: RN weight rows at once,
 //   each read sequentially, into MB x RN vector accumulators, summed across lanes at the end.
 // bf16 weights widen into their even and odd elements (a shift and a mask, no shuffle) in both
-// layouts (even_odd_columns, even_odd_rows).
-// x is read in place (it is materialised first when it is an expression). The finished panel
-// goes through the contraction's epilogue, so bias, residual and activation stay fused.
+// layouts (even_odd_columns, even_odd_rows); bf16 x against bf16 rows (N, K) on AVX-512 BF16
+// takes pair products instead, nothing widened (pair_matvec).
+// x is read in place (it is materialised first when it is an expression; 16-bit x gets a float
+// copy unless it takes pairs). The finished panel goes through the contraction's epilogue, so
+// bias, residual and activation stay fused.
 #pragma once
 
 #include <algorithm>
@@ -84,23 +86,22 @@ struct matvec_tiling {
     static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && bytes >= (std::size_t{16} << 20) ? 4096 : 0; }
 };
 
-// bf16 x (bf16 memory, or the caller's `cast<bf16>(x)`) against bf16 weight rows (N, K) on a
-// target with AVX-512 BF16: vdpbf16ps takes two exact products a float lane (float sums), nothing
-// is widened and half the multiply instructions run. Float x keeps float products: rounding it
-// is the caller's choice, as for decode's queries (docs/numerics.md). W (K, N) keeps them too:
-// pairs there need two rows interleaved by a shuffle (level with the widening, measured) or x
-// against a zero in each pair (a non-finite weight would then spoil its neighbour column).
-template <class A, class Bop, class F>
-inline constexpr bool pair_matvec = simd::has_bf16_pair_dot && std::is_same_v<F, float> &&
-                                    simd::lanes<simd::batch<float, simd::default_arch>> == 16 &&
+// bf16 x (memory, or the caller's `cast<bf16>(x)`) against bf16 weight rows (N, K) on a target
+// with AVX-512 BF16: vdpbf16ps multiplies pairs exactly and sums in float (docs/design.md).
+template <class Arch, class A, class Bop, class F>
+inline constexpr bool pair_matvec = simd::has_bf16_pair_dot && std::is_same_v<F, float> && simd::lanes<simd::batch<float, Arch>> == 16 &&
                                     std::is_same_v<std::remove_cv_t<typename A::value_type>, bf16> &&
                                     std::is_same_v<std::remove_cv_t<typename Bop::value_type>, bf16> &&
                                     weight_layout_of<Bop, F> == weight_layout::rows_n;
 
-// The element type the matvec plan reads x as: bf16 for pair products, else the compute type
-// (16-bit x is widened into a float copy first: a row is small beside its weight).
+// The element type the matvec plan reads x as: bf16 for pair products, else the compute type.
+template <class Arch, class MM, class F>
+using matvec_x_t = std::conditional_t<pair_matvec<Arch, decltype(MM::a), decltype(MM::b), F>, bf16, F>;
+
+// 16-bit x takes the plan where its float copy may be made: on the stack, or on the heap.
 template <class MM, class F>
-using matvec_x_t = std::conditional_t<pair_matvec<decltype(MM::a), decltype(MM::b), F>, bf16, F>;
+inline constexpr bool x_copy_allowed = pair_matvec<simd::default_arch, decltype(MM::a), decltype(MM::b), F> ||
+                                       MM::M * MM::K * sizeof(F) <= config::stack_budget || config::heap_allowed;
 
 template <class MM>
 inline constexpr bool matvec_applies = [] {
@@ -112,7 +113,7 @@ inline constexpr bool matvec_applies = [] {
         using G = matvec_tiling<F, simd::default_arch, MM::M, MM::N>;
         constexpr weight_layout wl = weight_layout_of<decltype(MM::b), F>;
         return MM::M <= G::max_rows && wl != weight_layout::none && G::worth(MM::K, wl) &&
-               (std::is_same_v<X, F> || (is_half<X> && std::is_same_v<F, float>));
+               (std::is_same_v<X, F> || (is_half<X> && std::is_same_v<F, float> && x_copy_allowed<MM, F>));
     }
 }();
 
@@ -192,26 +193,6 @@ void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
     }
 }
 
-// sums[m][v] += x[m * ldx] * (the NV vectors of one weight row at w), for axpy_columns.
-template <class B, std::size_t M, std::size_t NV, bool EvenOdd, class F, class T>
-__attribute__((always_inline)) inline void column_sums_row(const F* x, std::size_t ldx, const T* w, B (&sums)[M][NV]) noexcept {
-    constexpr std::size_t W = simd::lanes<B>;
-    B wv[NV];
-    if constexpr (EvenOdd) {
-#pragma GCC unroll 8
-        for (std::size_t v = 0; v < NV; v += 2) simd::widen_even_odd(w + v * W, wv[v], wv[v + 1]);
-    } else {
-#pragma GCC unroll 16
-        for (std::size_t v = 0; v < NV; ++v) wv[v] = simd::load<B>(w + v * W);
-    }
-#pragma GCC unroll 4
-    for (std::size_t m = 0; m < M; ++m) {
-        const B xb(x[m * ldx]);
-#pragma GCC unroll 16
-        for (std::size_t v = 0; v < NV; ++v) sums[m][v] = simd::fma(xb, wv[v], sums[m][v]);
-    }
-}
-
 // rows_k panel of a weight held in cache: y[m][c] = sum over k of x[m][k] * w[k * ldk + c] with
 // the sums of NV vectors of columns in registers over all of K (the weight rows' segments read
 // with a stride), where sums in L1 cost a load and a store per U weight rows. bf16 weights widen
@@ -220,27 +201,30 @@ template <class B, std::size_t M, std::size_t NV, std::size_t K, class F, class 
 void axpy_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
     constexpr std::size_t W = simd::lanes<B>;
     constexpr bool even_odd = even_odd_columns<B, T> && NV % 2 == 0;
-    // Few sums (the columns left after the wide blocks) take KS sets over interleaved rows, so
-    // that enough FMAs are in flight to hide their latency.
-    constexpr std::size_t KS = M * NV <= 2 ? 4 : M * NV <= 4 ? 2 : 1;
     std::size_t c = 0;
     for (; c + NV * W <= ncols; c += NV * W) {
-        B acc[KS][M][NV];
-        for (auto& set : acc)
-            for (auto& row : set)
-                for (auto& a : row) a = B(F(0));
-        std::size_t k = 0;
-        if constexpr (KS > 1)
-            for (; k + KS <= K; k += KS)
+        B acc[M][NV];
+        for (std::size_t m = 0; m < M; ++m)
+            for (std::size_t v = 0; v < NV; ++v) acc[m][v] = B(F(0));
+        for (std::size_t k = 0; k < K; ++k) {
+            B wv[NV];
+            if constexpr (even_odd) {
+#pragma GCC unroll 8
+                for (std::size_t v = 0; v < NV; v += 2) simd::widen_even_odd(w + k * ldk + c + v * W, wv[v], wv[v + 1]);
+            } else {
+#pragma GCC unroll 16
+                for (std::size_t v = 0; v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + c + v * W);
+            }
 #pragma GCC unroll 4
-                for (std::size_t s = 0; s < KS; ++s) column_sums_row<B, M, NV, even_odd>(x + k + s, ldx, w + (k + s) * ldk + c, acc[s]);
-        for (; k < K; ++k) column_sums_row<B, M, NV, even_odd>(x + k, ldx, w + k * ldk + c, acc[0]);
-        for (std::size_t s = 1; s < KS; ++s)
-            for (std::size_t m = 0; m < M; ++m)
-                for (std::size_t v = 0; v < NV; ++v) acc[0][m][v] += acc[s][m][v];
+            for (std::size_t m = 0; m < M; ++m) {
+                const B xb(x[m * ldx + k]);
+#pragma GCC unroll 16
+                for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
+            }
+        }
         for (std::size_t m = 0; m < M; ++m)
             for (std::size_t v = 0; v < NV; ++v) {
-                acc[0][m][v].store_aligned(y + m * ldy + c + v * W);
+                acc[m][v].store_aligned(y + m * ldy + c + v * W);
                 if (even_odd && v % 2 == 1) interleave_block<W>(y + m * ldy + c + (v - 1) * W);
             }
     }
@@ -320,7 +304,10 @@ inline void pair_row_dots(const bf16* x, std::size_t ldx, const bf16* w, std::si
     };
     std::size_t k = 0;
     if constexpr (split == 2)
-        for (; k + 2 * P <= KV; k += 2 * P) step(k, acc), step(k + P, second);
+        for (; k + 2 * P <= KV; k += 2 * P) {
+            step(k, acc);
+            step(k + P, second);
+        }
     for (; k < KV; k += P) step(k, acc);
     if constexpr (split == 2)
         for (std::size_t m = 0; m < MB; ++m)
@@ -433,7 +420,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
     // Threads pay from 64 Ki multiply-adds (a 256 KiB weight: 288 x 288 ran 6.6 -> 4.3 µs on two
     // Zen 1 cores, waking them costs ~1 µs).
     constexpr bool worth = batches * M * N * K >= (std::size_t{1} << 16);
-    constexpr bool pairs = pair_matvec<A, Bop, F>;
+    constexpr bool pairs = pair_matvec<Arch, A, Bop, F>;
     static_assert(pairs || std::is_same_v<typename A::value_type, F>, "attend internal: matvec: x not in the compute type");
     constexpr bool even_odd = !pairs && wl == weight_layout::rows_n && even_odd_rows<B, F, typename Bop::value_type, M, K>;
     // Panels of at most NP columns, at least one per thread when it is worth it; every column's
