@@ -267,6 +267,14 @@ inline bf16_pairs broadcast_pair(const bf16* p) noexcept {
     std::memcpy(&w, p, sizeof w);
     return (bf16_pairs)_mm512_set1_epi32(static_cast<int>(w));
 }
+// The bf16 value at p as the first (Second: the second) element of every lane's pair, zero the
+// other: against a row's pairs, the products of p with its even (odd) elements.
+template <bool Second>
+inline bf16_pairs lone_pair(const bf16* p) noexcept {
+    std::uint16_t h;
+    std::memcpy(&h, p, sizeof h);
+    return (bf16_pairs)_mm512_set1_epi32(static_cast<int>(Second ? std::uint32_t{h} << 16 : std::uint32_t{h}));
+}
 inline bf16_pairs load_pairs(const bf16* p) noexcept {
     return (bf16_pairs)_mm512_loadu_si512(p);
 }

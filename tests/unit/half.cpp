@@ -553,11 +553,12 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_weights_even_and_odd) {
     BOOST_TEST(std::abs(y(0, 0) - (1.7e38 + 63 * 0.125)) <= 1e-6 * 1.7e38);
 }
 
-// bf16 x against bf16 weights: rows (N, K) as pair products where the target has AVX-512 BF16
-// (exact products, float sums), W (K, N) on a float copy of x (the matvec plan up to its row
-// limit, the contraction beyond). x stored in bf16 and x as cast<bf16>(float x) give the same
-// bits; bias and residual fused; K tails below a pair vector, odd N, 1 to 16 rows of x (tiles of
-// up to 8 rows and their remainders). Against double of the same rounded values.
+// bf16 x against bf16 weights where the target has AVX-512 BF16 (exact products, float sums):
+// rows (N, K) as pair products, W (K, N) as x alone against pairs of columns (the matvec plan up
+// to its row limit, the contraction beyond). x stored in bf16 and x as cast<bf16>(float x) give
+// the same bits; W (K, N) gives the bits of float x of the same values; bias and residual fused;
+// K tails below a pair vector, odd N, 1 to 16 rows of x (tiles of up to 8 rows and their
+// remainders), column blocks of every kind. Against double of the same rounded values.
 template <std::size_t M, std::size_t K, std::size_t N>
 void check_matvec_bf16_x() {
     auto x = std::make_unique<tensor<float, M, K>>();
@@ -578,8 +579,13 @@ void check_matvec_bf16_x() {
     *y = attend::matmul(*xh, attend::transpose(*wnk)) + bias;
     *yc = attend::matmul(attend::cast<bf16>(*x), attend::transpose(*wnk)) + bias;
     BOOST_TEST(std::memcmp(y->data(), yc->data(), sizeof(float) * M * N) == 0);
-    const tensor<float, M, N> r0 = *r;
+    const auto r0 = std::make_unique<tensor<float, M, N>>(*r);
     *r = attend::matmul(*xh, *wkn) + *r;
+    auto xf = std::make_unique<tensor<float, M, K>>();
+    auto rf = std::make_unique<tensor<float, M, N>>();
+    *xf = attend::cast<float>(*xh);
+    *rf = attend::matmul(*xf, *wkn) + *r0;
+    BOOST_TEST(std::memcmp(r->data(), rf->data(), sizeof(float) * M * N) == 0);
     const double tol = 1e-5 * std::sqrt(double(K));
     ref::expect_all(*y, [&](const ref::index& i) {
         double acc = bias(i[1]);
@@ -587,7 +593,7 @@ void check_matvec_bf16_x() {
         return acc;
     }, tol);
     ref::expect_all(*r, [&](const ref::index& i) {
-        double acc = r0(i[0], i[1]);
+        double acc = (*r0)(i[0], i[1]);
         for (std::size_t k = 0; k < K; ++k) acc += static_cast<double>((*xh)(i[0], k)) * static_cast<double>((*wkn)(k, i[1]));
         return acc;
     }, tol);
@@ -601,10 +607,18 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
     check_matvec_bf16_x<3, 1024, 1031>();
     check_matvec_bf16_x<5, 2000, 515>();
     check_matvec_bf16_x<16, 1100, 1000>();
+    check_matvec_bf16_x<1, 768, 288>();    // W (K, N) column blocks of 10 and 8 vectors
+    check_matvec_bf16_x<2, 299, 288>();    // two rows of x: three blocks of 6
+    check_matvec_bf16_x<1, 299, 533>();    // blocks of 12, 10 and 11 (an odd vector last), 5 scalar columns
+    check_matvec_bf16_x<1, 768, 2048>();   // beyond 1 MiB: sums in L1, 4 rows per step
+    check_matvec_bf16_x<1, 2100, 4001>();  // beyond 16 MiB: 8 rows per step, a K tail of 4
     const auto x = std::make_unique<tensor<bf16, 1, 96>>();
     const auto w = std::make_unique<tensor<bf16, 40, 96>>();
     const std::string how = attend::explain(attend::matmul(*x, attend::transpose(*w)));
     BOOST_TEST((how.find("vdpbf16ps") != std::string::npos) == attend::simd::has_bf16_pair_dot, how);
+    const auto wt = std::make_unique<tensor<bf16, 96, 40>>();
+    const std::string how_kn = attend::explain(attend::matmul(*x, *wt));
+    BOOST_TEST((how_kn.find("alone against pairs of columns") != std::string::npos) == attend::simd::has_bf16_pair_dot, how_kn);
 
     // ±inf and NaN in x or in a weight give what float products give, and stay in their columns
     // (the vector part, and the K tail added in scalars: k = 66).
@@ -633,6 +647,36 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
     ys = attend::matmul(xs, attend::transpose(*ws));
     BOOST_TEST(ys(0, 0) == 8.75f);
     BOOST_TEST(ys(0, 3) == -inf);
+
+    // W (K, N): x alone against pairs of columns also multiplies 0 by the neighbouring column's
+    // weight; a non-finite weight still stays in its column (its partner: 11 for 10, 20 for 21),
+    // in the sums held in registers and in those added in L1 (a weight beyond 1 MiB).
+    auto non_finite_in_column = [&]<std::size_t KN, std::size_t NN>() {
+        auto xk = std::make_unique<tensor<bf16, 1, KN>>();
+        auto wk = std::make_unique<tensor<bf16, KN, NN>>();
+        for (std::size_t k = 0; k < KN; ++k) {
+            (*xk)(0, k) = bf16(0.25f);
+            for (std::size_t n = 0; n < NN; ++n) (*wk)(k, n) = bf16(0.5f);
+        }
+        (*wk)(5, 10) = bf16(inf);
+        (*wk)(6, 21) = bf16(std::numeric_limits<float>::quiet_NaN());
+        auto yk = std::make_unique<tensor<float, 1, NN>>();
+        *yk = attend::matmul(*xk, *wk);
+        const float all = 0.125f * KN;
+        for (std::size_t n = 0; n < NN; ++n) {
+            if (n == 10) BOOST_TEST((*yk)(0, n) == inf);
+            else if (n == 21) BOOST_TEST(std::isnan((*yk)(0, n)));
+            else BOOST_TEST((*yk)(0, n) == all, "column " << n);
+        }
+        (*xk)(0, 3) = bf16(-inf);  // -inf in x: -inf everywhere but -inf + inf (10) and NaN (21)
+        *yk = attend::matmul(*xk, *wk);
+        for (std::size_t n = 0; n < NN; ++n) {
+            if (n == 10 || n == 21) BOOST_TEST(std::isnan((*yk)(0, n)));
+            else BOOST_TEST((*yk)(0, n) == -inf, "column " << n);
+        }
+    };
+    non_finite_in_column.template operator()<40, 64>();
+    non_finite_in_column.template operator()<1040, 512>();
 }
 
 // The matvec plan over 16-bit weights writing the row it reads (a residual stream updated in
@@ -667,6 +711,19 @@ BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_into_its_input) {
         err_pairs = std::max(err_pairs, std::abs(acc - xp(0, n)));
     }
     BOOST_TEST(err_pairs < 1e-4);
+    // and against W (K, N) (x alone against pairs of columns)
+    static_assert(attend::plan_of<decltype(attend::matmul(attend::cast<bf16>(x), *w) + x)> == attend::plan::matvec);
+    const tensor<float, 1, K> fresh_kn_pairs = attend::matmul(attend::cast<bf16>(x0), *w) + x0;
+    xp = x0;
+    xp = attend::matmul(attend::cast<bf16>(xp), *w) + xp;
+    BOOST_TEST(std::memcmp(xp.data(), fresh_kn_pairs.data(), sizeof(float) * K) == 0);
+    double err_kn_pairs = 0;
+    for (std::size_t n = 0; n < K; ++n) {
+        double acc = x0(0, n);
+        for (std::size_t k = 0; k < K; ++k) acc += double(float(bf16(x0(0, k)))) * static_cast<double>((*w)(k, n));
+        err_kn_pairs = std::max(err_kn_pairs, std::abs(acc - xp(0, n)));
+    }
+    BOOST_TEST(err_kn_pairs < 1e-4);
     double err = 0;  // and the values themselves
     for (std::size_t n = 0; n < K; ++n) {
         double acc = 0;

@@ -198,7 +198,10 @@ std::string explain(const E& e) {
                                    " row(s) of x per register tile" +
                                    (even_odd ? "; bf16 widened into even and odd elements, against x split the same way" : "") +
                                    (pairs ? "; bf16 x and weight as pair products by vdpbf16ps (two products per lane)" : "");
-        s += "  weight (read in place, " + (by_rows ? rows_k + (detail::even_odd_columns<typename G::B, T> ? ", bf16 widened into even and odd columns" : "") : rows_n) +
+        const char* rows_k_bf16 = pairs ? ", bf16 x alone against pairs of columns by vdpbf16ps (even, then odd columns)"
+                                  : detail::even_odd_columns<typename G::B, T> ? ", bf16 widened into even and odd columns"
+                                                                               : "";
+        s += "  weight (read in place, " + (by_rows ? rows_k + rows_k_bf16 : rows_n) +
              "): " + detail::describe<decltype(MM::b)>() + "\n";
         if constexpr (!is_kind<L, kind::matmul>) s += "  epilogue per finished panel: " + detail::describe<L>() + "\n";
     } else if constexpr (p == plan::softmax || p == plan::reduction) {

@@ -22,6 +22,7 @@
 #include <bit>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include "../expr/matmul.hpp"
 #include "lower.hpp"
@@ -86,13 +87,15 @@ struct matvec_tiling {
     static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && bytes >= (std::size_t{16} << 20) ? 4096 : 0; }
 };
 
-// bf16 x (memory, or the caller's `cast<bf16>(x)`) against bf16 weight rows (N, K) on a target
-// with AVX-512 BF16: vdpbf16ps multiplies pairs exactly and sums in float (docs/design.md).
+// bf16 x (memory, or the caller's `cast<bf16>(x)`) against a bf16 weight on a target with
+// AVX-512 BF16: vdpbf16ps multiplies pairs exactly and sums in float (docs/design.md). Rows
+// (N, K): x's pairs against each row's; rows (K, N): x[k] alone (zero beside it) against row k's
+// pairs of columns, once for the even columns and once for the odd.
 template <class Arch, class A, class Bop, class F>
 inline constexpr bool pair_matvec = simd::has_bf16_pair_dot && std::is_same_v<F, float> && simd::lanes<simd::batch<float, Arch>> == 16 &&
                                     std::is_same_v<std::remove_cv_t<typename A::value_type>, bf16> &&
                                     std::is_same_v<std::remove_cv_t<typename Bop::value_type>, bf16> &&
-                                    weight_layout_of<Bop, F> == weight_layout::rows_n;
+                                    weight_layout_of<Bop, F> != weight_layout::none;
 
 // The element type the matvec plan reads x as: bf16 for pair products, else the compute type.
 template <class Arch, class MM, class F>
@@ -142,14 +145,39 @@ inline void interleave_block(F* y) noexcept {
 // y[m][c] += sum over u < U of x[m][u] * w[u * ldk + c], for m < M and c < ncols: U weight rows
 // added into the sums (blocks of 2W columns in even/odd order for bf16, even_odd_columns). The
 // broadcasts of x are locals (stores to y may alias anything reached through a pointer).
-template <class B, std::size_t M, std::size_t U, class F, class T>
-inline void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y,
+template <class B, std::size_t M, std::size_t U, bool Pairs, class X, class F, class T>
+inline void axpy_rows(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y,
                       std::size_t ldy) noexcept {
     constexpr std::size_t W = simd::lanes<B>, H = even_odd_columns<B, T> ? 2 : 1;
     B xb[M][U];
     for (std::size_t m = 0; m < M; ++m)
-        for (std::size_t u = 0; u < U; ++u) xb[m][u] = B(x[m * ldx + u]);
+        for (std::size_t u = 0; u < U; ++u) xb[m][u] = B(simd::load<F>(x + m * ldx + u));
     std::size_t c = 0;
+    if constexpr (H == 2 && Pairs) {
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+        simd::bf16_pairs xe[M][U], xo[M][U];  // x against the even, and the odd columns
+        for (std::size_t m = 0; m < M; ++m)
+            for (std::size_t u = 0; u < U; ++u) xe[m][u] = simd::lone_pair<false>(x + m * ldx + u), xo[m][u] = simd::lone_pair<true>(x + m * ldx + u);
+        for (; c + H * W <= ncols; c += H * W) {
+            simd::bf16_pairs wp[U];
+#pragma GCC unroll 8
+            for (std::size_t u = 0; u < U; ++u) wp[u] = simd::load_pairs(w + u * ldk + c);
+#pragma GCC unroll 16
+            for (std::size_t m = 0; m < M; ++m) {
+                B even = B::load_aligned(y + m * ldy + c), odd = B::load_aligned(y + m * ldy + c + W);
+#pragma GCC unroll 8
+                for (std::size_t u = 0; u < U; ++u) {
+                    even = simd::dot_pairs(even, xe[m][u], wp[u]);
+                    odd = simd::dot_pairs(odd, xo[m][u], wp[u]);
+                }
+                even.store_aligned(y + m * ldy + c);
+                odd.store_aligned(y + m * ldy + c + W);
+            }
+        }
+#else
+        static_assert(!Pairs, "attend internal: axpy_rows: pair products need AVX-512 BF16");
+#endif
+    }
     for (; c + H * W <= ncols; c += H * W) {
         B wv[U][H];
 #pragma GCC unroll 8
@@ -176,16 +204,16 @@ inline void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, 
             }
     for (; c < ncols; ++c)
         for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += x[m * ldx + u] * simd::load<F>(w + u * ldk + c);
+            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += simd::load<F>(x + m * ldx + u) * simd::load<F>(w + u * ldk + c);
 }
 
 // rows_k panel: y[m][c] = sum over k of x[m][k] * w[k * ldk + c].
-template <class B, std::size_t M, std::size_t K, std::size_t U, class F, class T>
-void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+template <class B, std::size_t M, std::size_t K, std::size_t U, bool Pairs, class X, class F, class T>
+void axpy_panel(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
     std::fill(y, y + M * ldy, F(0));
     std::size_t k = 0;
-    for (; k + U <= K; k += U) axpy_rows<B, M, U>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
-    for (; k < K; ++k) axpy_rows<B, M, 1>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U <= K; k += U) axpy_rows<B, M, U, Pairs>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k < K; ++k) axpy_rows<B, M, 1, Pairs>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
     if constexpr (even_odd_columns<B, T>) {
         constexpr std::size_t W = simd::lanes<B>;
         for (std::size_t m = 0; m < M; ++m)
@@ -193,51 +221,101 @@ void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
     }
 }
 
-// rows_k panel of a weight held in cache: y[m][c] = sum over k of x[m][k] * w[k * ldk + c] with
-// the sums of NV vectors of columns in registers over all of K (the weight rows' segments read
+// rows_k: one block of NV vectors of columns of a weight held in cache, y[m][c] = sum over k of
+// x[m][k] * w[k * ldk + c], the sums in registers over all of K (a run-time K: the block widths
+// are instantiated once for all shapes) (the weight rows' segments read
 // with a stride), where sums in L1 cost a load and a store per U weight rows. bf16 weights widen
-// into even and odd columns (a shift and a mask, no shuffle), put back in order as they are stored.
-template <class B, std::size_t M, std::size_t NV, std::size_t K, class F, class T>
-void axpy_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
-    constexpr std::size_t W = simd::lanes<B>;
-    constexpr bool even_odd = even_odd_columns<B, T> && NV % 2 == 0;
-    std::size_t c = 0;
-    for (; c + NV * W <= ncols; c += NV * W) {
-        B acc[M][NV];
-        for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t v = 0; v < NV; ++v) acc[m][v] = B(F(0));
-        for (std::size_t k = 0; k < K; ++k) {
-            B wv[NV];
-            if constexpr (even_odd) {
+// pairs of vectors into even and odd columns (a shift and a mask, no shuffle), put back in order
+// as they are stored; an odd last vector widens in order.
+template <class B, std::size_t M, std::size_t NV, bool Pairs, class X, class F, class T>
+void axpy_block(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t K, F* y, std::size_t ldy) {
+    constexpr std::size_t W = simd::lanes<B>, NE = even_odd_columns<B, T> ? NV / 2 * 2 : 0;
+    B acc[M][NV];
+    for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t v = 0; v < NV; ++v) acc[m][v] = B(F(0));
+    for (std::size_t k = 0; k < K; ++k) {
+        B wv[NV];
+        if constexpr (Pairs) {
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+            simd::bf16_pairs wp[NE / 2 + 1];
 #pragma GCC unroll 8
-                for (std::size_t v = 0; v < NV; v += 2) simd::widen_even_odd(w + k * ldk + c + v * W, wv[v], wv[v + 1]);
-            } else {
-#pragma GCC unroll 16
-                for (std::size_t v = 0; v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + c + v * W);
-            }
+            for (std::size_t v = 0; v < NE; v += 2) wp[v / 2] = simd::load_pairs(w + k * ldk + v * W);
 #pragma GCC unroll 4
             for (std::size_t m = 0; m < M; ++m) {
-                const B xb(x[m * ldx + k]);
-#pragma GCC unroll 16
-                for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
+                const simd::bf16_pairs xe = simd::lone_pair<false>(x + m * ldx + k), xo = simd::lone_pair<true>(x + m * ldx + k);
+#pragma GCC unroll 8
+                for (std::size_t v = 0; v < NE; v += 2) {
+                    acc[m][v] = simd::dot_pairs(acc[m][v], xe, wp[v / 2]);
+                    acc[m][v + 1] = simd::dot_pairs(acc[m][v + 1], xo, wp[v / 2]);
+                }
             }
+#else
+            static_assert(!Pairs, "attend internal: axpy_block: pair products need AVX-512 BF16");
+#endif
+        } else if constexpr (NE > 0) {
+#pragma GCC unroll 8
+            for (std::size_t v = 0; v < NE; v += 2) simd::widen_even_odd(w + k * ldk + v * W, wv[v], wv[v + 1]);
         }
-        for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t v = 0; v < NV; ++v) {
-                acc[m][v].store_aligned(y + m * ldy + c + v * W);
-                if (even_odd && v % 2 == 1) interleave_block<W>(y + m * ldy + c + (v - 1) * W);
-            }
+        constexpr std::size_t V0 = Pairs ? NE : 0;  // the vectors taken by float FMAs
+#pragma GCC unroll 16
+        for (std::size_t v = std::max(V0, NE); v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + v * W);
+#pragma GCC unroll 4
+        for (std::size_t m = 0; m < M; ++m) {
+            const B xb(static_cast<F>(simd::load<F>(x + m * ldx + k)));
+#pragma GCC unroll 16
+            for (std::size_t v = V0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
+        }
     }
-    if constexpr (NV > 1) {
-        if (c < ncols) axpy_columns<B, M, NV / 2, K>(x, ldx, w + c, ldk, ncols - c, y + c, ldy);
-    } else {
+    for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t v = 0; v < NV; ++v) {
+            acc[m][v].store_aligned(y + m * ldy + v * W);
+            if (v < NE && v % 2 == 1) interleave_block<W>(y + m * ldy + (v - 1) * W);
+        }
+}
+
+// f.template operator()<n>() for a run-time n in 1 .. Max.
+template <std::size_t Max, class Fn>
+inline void with_count(std::size_t n, Fn&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (void)((n == I + 1 ? (f.template operator()<I + 1>(), true) : false) || ...); }(
+        std::make_index_sequence<Max>{});
+}
+
+// rows_k panel of a weight held in cache: the panel's whole vectors of columns as the fewest
+// blocks of at most NV vectors (axpy_block), of equal width within one (bf16: in pairs of vectors,
+// an odd one last), so that no narrow block
+// waits on the FMA's latency row after row (a 2-vector tail block cost 36 ns a column against 16
+// for 16-vector blocks: bf16 (768, 288) on Zen 4). A column's sum is formed in the same order in
+// any block, so the split does not change it. The columns past the last whole vector in scalars.
+template <class B, std::size_t M, std::size_t NV, std::size_t K, bool Pairs, class X, class F, class T>
+void axpy_columns(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+    constexpr std::size_t W = simd::lanes<B>, U = even_odd_columns<B, T> ? 2 : 1;  // bf16: even widths
+    const std::size_t vectors = ncols / W, blocks = (vectors + NV - 1) / NV, units = vectors / U;
+    std::size_t c = 0;
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t width = (units / blocks + (b < units % blocks ? 1 : 0)) * U + (b + 1 == blocks ? vectors % U : 0);
+        with_count<NV>(width, [&]<std::size_t V>() { axpy_block<B, M, V, Pairs>(x, ldx, w + c, ldk, K, y + c, ldy); });
+        c += width * W;
+    }
+    for (; c < ncols; ++c)
+        for (std::size_t m = 0; m < M; ++m) {
+            F s = 0;
+            for (std::size_t k = 0; k < K; ++k) s += simd::load<F>(x + m * ldx + k) * simd::load<F>(w + k * ldk + c);
+            y[m * ldy + c] = s;
+        }
+}
+
+// Whether any of the M x ncols sums at y is NaN.
+template <class B, std::size_t M, class F>
+bool any_nan(const F* y, std::size_t ldy, std::size_t ncols) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    for (std::size_t m = 0; m < M; ++m) {
+        std::size_t c = 0;
+        for (; c + W <= ncols; c += W)
+            if (xsimd::any(simd::is_nan(B::load_aligned(y + m * ldy + c)))) return true;
         for (; c < ncols; ++c)
-            for (std::size_t m = 0; m < M; ++m) {
-                F s = 0;
-                for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * simd::load<F>(w + k * ldk + c);
-                y[m * ldy + c] = s;
-            }
+            if (simd::is_nan(y[m * ldy + c])) return true;
     }
+    return false;
 }
 
 // bf16 weight rows (N, K) are widened into their even and odd elements (a shift and a mask of
@@ -437,12 +515,19 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         const auto* x = matrix_at(mm.a, p, 0, 0).first;  // F, or bf16 for pairs
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
         constexpr std::size_t bytes = K * N * sizeof(typename Bop::value_type);
-        if constexpr (pairs)
+        if constexpr (pairs && wl == weight_layout::rows_n)
             dot_panel<B, M, G::MB, G::RN, K, dots::pairs>(x, ldx, w, ldw, ncols, y, NP);
-        else if constexpr (wl == weight_layout::rows_k && G::sums_in_registers(bytes))
-            axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
-        else if constexpr (wl == weight_layout::rows_k)
-            axpy_panel<B, M, K, G::rows_per_step(bytes)>(x, ldx, w, ldw, ncols, y, NP);
+        else if constexpr (wl == weight_layout::rows_k) {
+            auto sums = [&]<bool Pairs>() {
+                if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K, Pairs>(x, ldx, w, ldw, ncols, y, NP);
+                else axpy_panel<B, M, K, G::rows_per_step(bytes), Pairs>(x, ldx, w, ldw, ncols, y, NP);
+            };
+            // Pair products of a lone x also multiply 0 by the neighbouring column's weight, NaN
+            // when that weight is inf or NaN: a panel with a NaN sum is summed again on float products.
+            sums.template operator()<pairs>();
+            if constexpr (pairs)
+                if (any_nan<B, M>(+y, NP, ncols)) sums.template operator()<false>();
+        }
         else if constexpr (even_odd) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
             for (std::size_t m = 0; m < M; ++m) simd::split_even_odd(x + m * ldx, K / 2, xs + m * K, xs + m * K + K / 2);
