@@ -68,11 +68,14 @@ template <layout L, std::size_t M, std::size_t K, std::size_t N, class WT = floa
 struct attend_impl {
     using weight_type = WT;
     operands<L, M, K, N, WT> o;
+    // x as stored, or rounded to XT in the step (the rounding timed).
+    decltype(auto) x() const {
+        if constexpr (std::is_same_v<XT, float>) return *o.x;  // the tensor itself (a memory leaf)
+        else return attend::cast<XT>(*o.x);
+    }
     void run() {
-        if constexpr (std::is_same_v<XT, float> && L == layout::kn) *o.y = attend::matmul(*o.x, *o.w);
-        else if constexpr (std::is_same_v<XT, float>) *o.y = attend::matmul(*o.x, attend::transpose(*o.w));
-        else if constexpr (L == layout::kn) *o.y = attend::matmul(attend::cast<XT>(*o.x), *o.w);
-        else *o.y = attend::matmul(attend::cast<XT>(*o.x), attend::transpose(*o.w));
+        if constexpr (L == layout::kn) *o.y = attend::matmul(x(), *o.w);
+        else *o.y = attend::matmul(x(), attend::transpose(*o.w));
     }
 };
 

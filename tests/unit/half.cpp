@@ -697,33 +697,32 @@ BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_into_its_input) {
     x = x0;
     x = attend::matmul(x, *w);
     BOOST_TEST(std::memcmp(x.data(), fresh_kn.data(), sizeof(float) * K) == 0);
-    // x rounded to bf16 on the right side (pair products against (N, K)): the same bits as fresh
-    // and the right values (the assignment runs through a temporary: alias.hpp).
+    // x rounded to bf16 on the right side (pair products against (N, K), and against (K, N): x
+    // alone against pairs of columns): the same bits as fresh and the right values (the
+    // assignment runs through a temporary: alias.hpp).
     static_assert(attend::plan_of<decltype(attend::matmul(attend::cast<bf16>(x), attend::transpose(*w)) + x)> == attend::plan::matvec);
-    const tensor<float, 1, K> fresh_pairs = attend::matmul(attend::cast<bf16>(x0), attend::transpose(*w)) + x0;
-    tensor<float, 1, K> xp = x0;
-    xp = attend::matmul(attend::cast<bf16>(xp), attend::transpose(*w)) + xp;
-    BOOST_TEST(std::memcmp(xp.data(), fresh_pairs.data(), sizeof(float) * K) == 0);
-    double err_pairs = 0;
-    for (std::size_t n = 0; n < K; ++n) {
-        double acc = x0(0, n);
-        for (std::size_t k = 0; k < K; ++k) acc += double(float(bf16(x0(0, k)))) * static_cast<double>((*w)(n, k));
-        err_pairs = std::max(err_pairs, std::abs(acc - xp(0, n)));
-    }
-    BOOST_TEST(err_pairs < 1e-4);
-    // and against W (K, N) (x alone against pairs of columns)
     static_assert(attend::plan_of<decltype(attend::matmul(attend::cast<bf16>(x), *w) + x)> == attend::plan::matvec);
-    const tensor<float, 1, K> fresh_kn_pairs = attend::matmul(attend::cast<bf16>(x0), *w) + x0;
-    xp = x0;
-    xp = attend::matmul(attend::cast<bf16>(xp), *w) + xp;
-    BOOST_TEST(std::memcmp(xp.data(), fresh_kn_pairs.data(), sizeof(float) * K) == 0);
-    double err_kn_pairs = 0;
-    for (std::size_t n = 0; n < K; ++n) {
-        double acc = x0(0, n);
-        for (std::size_t k = 0; k < K; ++k) acc += double(float(bf16(x0(0, k)))) * static_cast<double>((*w)(k, n));
-        err_kn_pairs = std::max(err_kn_pairs, std::abs(acc - xp(0, n)));
-    }
-    BOOST_TEST(err_kn_pairs < 1e-4);
+    auto check_pairs_in_place = [&](bool rows_n) {
+        auto step = [&](const tensor<float, 1, K>& in) -> tensor<float, 1, K> {
+            if (rows_n) return attend::matmul(attend::cast<bf16>(in), attend::transpose(*w)) + in;
+            return attend::matmul(attend::cast<bf16>(in), *w) + in;
+        };
+        const tensor<float, 1, K> fresh = step(x0);
+        tensor<float, 1, K> xp = x0;
+        if (rows_n) xp = attend::matmul(attend::cast<bf16>(xp), attend::transpose(*w)) + xp;
+        else xp = attend::matmul(attend::cast<bf16>(xp), *w) + xp;
+        BOOST_TEST(std::memcmp(xp.data(), fresh.data(), sizeof(float) * K) == 0);
+        double worst = 0;
+        for (std::size_t n = 0; n < K; ++n) {
+            double acc = x0(0, n);
+            for (std::size_t k = 0; k < K; ++k)
+                acc += double(float(bf16(x0(0, k)))) * static_cast<double>(rows_n ? (*w)(n, k) : (*w)(k, n));
+            worst = std::max(worst, std::abs(acc - xp(0, n)));
+        }
+        BOOST_TEST(worst < 1e-4);
+    };
+    check_pairs_in_place(true);
+    check_pairs_in_place(false);
     double err = 0;  // and the values themselves
     for (std::size_t n = 0; n < K; ++n) {
         double acc = 0;

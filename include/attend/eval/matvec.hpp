@@ -68,6 +68,11 @@ struct matvec_tiling {
     // 4096^2: float 1.43 -> 1.35 ms, bf16 0.99 -> 0.77), else 4 (a weight in cache read 10-20 %
     // slower with 8, and 4 rows of x with 8 weight rows were 33 % slower).
     static constexpr std::size_t rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
+    // rows_k with 8 rows per step (from DRAM): each weight vector also requests the same columns
+    // of the row two steps on into L2 (Zen 4, 4096^2 in-process A/B, both compilers: float
+    // 0.81-0.85x the time, bf16 0.84-0.98x; one step on or into L1 was less or slower, and a
+    // weight of 3-8 MiB from L3 with 4 rows per step ran 1.1-1.2x slower with it).
+    static constexpr std::size_t rows_ahead(std::size_t bytes) { return rows_per_step(bytes) == 8 ? 16 : 0; }
     // rows_k: a weight of up to 1 MiB (read from L2) with one or two rows of x keeps the sums of
     // NV vectors of columns in registers instead (axpy_columns), given 32 registers (with 16 the
     // sums and the weight vectors do not fit: x86-64-v3 on Zen 5, 288 x 768 6.7 -> 7.2 µs).
@@ -143,9 +148,11 @@ inline void interleave_block(F* y) noexcept {
 }
 
 // y[m][c] += sum over u < U of x[m][u] * w[u * ldk + c], for m < M and c < ncols: U weight rows
-// added into the sums (blocks of 2W columns in even/odd order for bf16, even_odd_columns). The
-// broadcasts of x are locals (stores to y may alias anything reached through a pointer).
-template <class B, std::size_t M, std::size_t U, bool Pairs, class X, class F, class T>
+// added into the sums (blocks of 2W columns in even/odd order for bf16, even_odd_columns; Pairs:
+// bf16 x alone against pairs of columns). The broadcasts of x are locals (stores to y may alias
+// anything reached through a pointer). Ahead > 0: each weight vector requests the same columns
+// of the row Ahead rows on into L2.
+template <class B, std::size_t M, std::size_t U, bool Pairs, std::size_t Ahead, class X, class F, class T>
 inline void axpy_rows(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y,
                       std::size_t ldy) noexcept {
     constexpr std::size_t W = simd::lanes<B>, H = even_odd_columns<B, T> ? 2 : 1;
@@ -161,7 +168,10 @@ inline void axpy_rows(const X* x, std::size_t ldx, const T* w, std::size_t ldk, 
         for (; c + H * W <= ncols; c += H * W) {
             simd::bf16_pairs wp[U];
 #pragma GCC unroll 8
-            for (std::size_t u = 0; u < U; ++u) wp[u] = simd::load_pairs(w + u * ldk + c);
+            for (std::size_t u = 0; u < U; ++u) {
+                if constexpr (Ahead > 0) __builtin_prefetch(w + (u + Ahead) * ldk + c, 0, 2);
+                wp[u] = simd::load_pairs(w + u * ldk + c);
+            }
 #pragma GCC unroll 16
             for (std::size_t m = 0; m < M; ++m) {
                 B even = B::load_aligned(y + m * ldy + c), odd = B::load_aligned(y + m * ldy + c + W);
@@ -182,6 +192,7 @@ inline void axpy_rows(const X* x, std::size_t ldx, const T* w, std::size_t ldk, 
         B wv[U][H];
 #pragma GCC unroll 8
         for (std::size_t u = 0; u < U; ++u) {
+            if constexpr (Ahead > 0) __builtin_prefetch(w + (u + Ahead) * ldk + c, 0, 2);
             if constexpr (H == 2) simd::widen_even_odd(w + u * ldk + c, wv[u][0], wv[u][1]);
             else wv[u][0] = simd::load<B>(w + u * ldk + c);
         }
@@ -207,13 +218,15 @@ inline void axpy_rows(const X* x, std::size_t ldx, const T* w, std::size_t ldk, 
             for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += simd::load<F>(x + m * ldx + u) * simd::load<F>(w + u * ldk + c);
 }
 
-// rows_k panel: y[m][c] = sum over k of x[m][k] * w[k * ldk + c].
-template <class B, std::size_t M, std::size_t K, std::size_t U, bool Pairs, class X, class F, class T>
+// rows_k panel: y[m][c] = sum over k of x[m][k] * w[k * ldk + c] (Ahead: rows requested ahead,
+// never past the weight's last).
+template <class B, std::size_t M, std::size_t K, std::size_t U, bool Pairs, std::size_t Ahead, class X, class F, class T>
 void axpy_panel(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
     std::fill(y, y + M * ldy, F(0));
     std::size_t k = 0;
-    for (; k + U <= K; k += U) axpy_rows<B, M, U, Pairs>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
-    for (; k < K; ++k) axpy_rows<B, M, 1, Pairs>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U + Ahead <= K; k += U) axpy_rows<B, M, U, Pairs, Ahead>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U <= K; k += U) axpy_rows<B, M, U, Pairs, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k < K; ++k) axpy_rows<B, M, 1, Pairs, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
     if constexpr (even_odd_columns<B, T>) {
         constexpr std::size_t W = simd::lanes<B>;
         for (std::size_t m = 0; m < M; ++m)
@@ -222,11 +235,11 @@ void axpy_panel(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
 }
 
 // rows_k: one block of NV vectors of columns of a weight held in cache, y[m][c] = sum over k of
-// x[m][k] * w[k * ldk + c], the sums in registers over all of K (a run-time K: the block widths
-// are instantiated once for all shapes) (the weight rows' segments read
-// with a stride), where sums in L1 cost a load and a store per U weight rows. bf16 weights widen
-// pairs of vectors into even and odd columns (a shift and a mask, no shuffle), put back in order
-// as they are stored; an odd last vector widens in order.
+// x[m][k] * w[k * ldk + c], with the sums in registers over all of K (the weight rows' segments
+// read with a stride), where sums in L1 cost a load and a store per U weight rows. bf16 weights
+// widen pairs of vectors into even and odd columns (a shift and a mask, no shuffle), or meet a
+// lone bf16 x as pairs (Pairs), the sums put back in order as they are stored; an odd last vector
+// widens in order. K is a run-time argument, so that each width is compiled once for all shapes.
 template <class B, std::size_t M, std::size_t NV, bool Pairs, class X, class F, class T>
 void axpy_block(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t K, F* y, std::size_t ldy) {
     constexpr std::size_t W = simd::lanes<B>, NE = even_odd_columns<B, T> ? NV / 2 * 2 : 0;
@@ -261,7 +274,7 @@ void axpy_block(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
         for (std::size_t v = std::max(V0, NE); v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + v * W);
 #pragma GCC unroll 4
         for (std::size_t m = 0; m < M; ++m) {
-            const B xb(static_cast<F>(simd::load<F>(x + m * ldx + k)));
+            const B xb(simd::load<F>(x + m * ldx + k));
 #pragma GCC unroll 16
             for (std::size_t v = V0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
         }
@@ -281,11 +294,11 @@ inline void with_count(std::size_t n, Fn&& f) {
 }
 
 // rows_k panel of a weight held in cache: the panel's whole vectors of columns as the fewest
-// blocks of at most NV vectors (axpy_block), of equal width within one (bf16: in pairs of vectors,
-// an odd one last), so that no narrow block
-// waits on the FMA's latency row after row (a 2-vector tail block cost 36 ns a column against 16
-// for 16-vector blocks: bf16 (768, 288) on Zen 4). A column's sum is formed in the same order in
-// any block, so the split does not change it. The columns past the last whole vector in scalars.
+// blocks of at most NV vectors (axpy_block), their widths within one of each other (bf16: in
+// pairs of vectors, an odd one last), so that no narrow block waits on the FMA's latency row after
+// row (docs/performance.md: (2048, 80) 0.67x the time of blocks of 4 and 1). A column's sum is
+// formed in the same order in any block, so neither the blocks nor the panels change its bits.
+// The columns past the last whole vector in scalars.
 template <class B, std::size_t M, std::size_t NV, std::size_t K, bool Pairs, class X, class F, class T>
 void axpy_columns(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
     constexpr std::size_t W = simd::lanes<B>, U = even_odd_columns<B, T> ? 2 : 1;  // bf16: even widths
@@ -520,7 +533,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         else if constexpr (wl == weight_layout::rows_k) {
             auto sums = [&]<bool Pairs>() {
                 if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K, Pairs>(x, ldx, w, ldw, ncols, y, NP);
-                else axpy_panel<B, M, K, G::rows_per_step(bytes), Pairs>(x, ldx, w, ldw, ncols, y, NP);
+                else axpy_panel<B, M, K, G::rows_per_step(bytes), Pairs, G::rows_ahead(bytes)>(x, ldx, w, ldw, ncols, y, NP);
             };
             // Pair products of a lone x also multiply 0 by the neighbouring column's weight, NaN
             // when that weight is inf or NaN: a panel with a NaN sum is summed again on float products.
