@@ -70,8 +70,8 @@ struct matvec_tiling {
     static constexpr std::size_t rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
     // rows_k with 8 rows per step (from DRAM): each weight vector also requests the same columns
     // of the row two steps on into L2 (Zen 4, 4096^2 in-process A/B, both compilers: float
-    // 0.81-0.85x the time, bf16 0.84-0.98x; one step on or into L1 was less or slower, and a
-    // weight of 3-8 MiB from L3 with 4 rows per step ran 1.1-1.2x slower with it).
+    // 0.82-0.90x the time, bf16 weights 0.86-0.99x; one step on or into L1 was less or slower,
+    // and a weight of 3-8 MiB from L3 with 4 rows per step ran up to 1.2x slower with it).
     static constexpr std::size_t rows_ahead(std::size_t bytes) { return rows_per_step(bytes) == 8 ? 16 : 0; }
     // rows_k: a weight of up to 1 MiB (read from L2) with one or two rows of x keeps the sums of
     // NV vectors of columns in registers instead (axpy_columns), given 32 registers (with 16 the
