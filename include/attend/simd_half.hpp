@@ -313,6 +313,14 @@ inline void unpack_rows(const bf16* a, const bf16* b, bf16_pairs& lo, bf16_pairs
     lo = (bf16_pairs)_mm512_unpacklo_epi16(ra, rb);
     hi = (bf16_pairs)_mm512_unpackhi_epi16(ra, rb);
 }
+// The same for the first n (<= 32) elements of rows a and b, zeros past them; b null: a row of
+// zeros (an odd last row: its pairs are a's elements and 0).
+inline void unpack_rows(const bf16* a, const bf16* b, std::size_t n, bf16_pairs& lo, bf16_pairs& hi) noexcept {
+    const __mmask32 m = n >= 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
+    const __m512i ra = _mm512_maskz_loadu_epi16(m, a), rb = b ? _mm512_maskz_loadu_epi16(m, b) : _mm512_setzero_si512();
+    lo = (bf16_pairs)_mm512_unpacklo_epi16(ra, rb);
+    hi = (bf16_pairs)_mm512_unpackhi_epi16(ra, rb);
+}
 // Sums of 32 elements in order (n0: 0..15, n1: 16..31) into the lane order of unpack_rows' lo
 // and hi; and lo and hi stored at p in element order.
 inline void to_unpacked(__m512 n0, __m512 n1, __m512& lo, __m512& hi) noexcept {

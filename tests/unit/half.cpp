@@ -554,11 +554,13 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_weights_even_and_odd) {
 }
 
 // bf16 x against bf16 weights where the target has AVX-512 BF16 (exact products, float sums):
-// rows (N, K) as pair products, W (K, N) as x alone against pairs of columns (the matvec plan up
-// to its row limit, the contraction beyond). x stored in bf16 and x as cast<bf16>(float x) give
-// the same bits; W (K, N) gives the bits of float x of the same values; bias and residual fused;
-// K tails below a pair vector, odd N, 1 to 16 rows of x (tiles of up to 8 rows and their
-// remainders), column blocks of every kind. Against double of the same rounded values.
+// rows (N, K) as pair products, W (K, N) as pairs of rows (the matvec plan up to its row limit,
+// the contraction beyond). x stored in bf16 and x as cast<bf16>(float x) give the same bits;
+// W (K, N) on pairs gives the bits of its documented order (for each pair of rows, the second
+// row's product added first, each rounded; an odd last row alone), whatever the blocks, panels
+// and masked last columns, and elsewhere the bits of float x of the same values; bias and
+// residual fused; K tails below a pair vector, odd N, 1 to 16 rows of x (tiles of up to 8 rows
+// and their remainders), column blocks of every kind. Against double of the same rounded values.
 template <std::size_t M, std::size_t K, std::size_t N>
 void check_matvec_bf16_x() {
     auto x = std::make_unique<tensor<float, M, K>>();
@@ -585,7 +587,22 @@ void check_matvec_bf16_x() {
     auto rf = std::make_unique<tensor<float, M, N>>();
     *xf = attend::cast<float>(*xh);
     *rf = attend::matmul(*xf, *wkn) + *r0;
-    BOOST_TEST(std::memcmp(r->data(), rf->data(), sizeof(float) * M * N) == 0);
+    using kn_t = decltype(attend::matmul(*xh, *wkn) + *r);
+    if (attend::simd::has_bf16_pair_dot && attend::plan_of<kn_t> == attend::plan::matvec) {
+        std::size_t wrong = 0;
+        for (std::size_t m = 0; m < M; ++m)
+            for (std::size_t n = 0; n < N; ++n) {
+                float s = 0;
+                std::size_t k = 0;
+                for (; k + 2 <= K; k += 2)
+                    s = std::fma(float((*xh)(m, k + 1)), float((*wkn)(k + 1, n)), s), s = std::fma(float((*xh)(m, k)), float((*wkn)(k, n)), s);
+                if (k < K) s = std::fma(float((*xh)(m, k)), float((*wkn)(k, n)), s);
+                wrong += (s + (*r0)(m, n) != (*r)(m, n));
+            }
+        BOOST_TEST(wrong == 0u);
+    } else {
+        BOOST_TEST(std::memcmp(r->data(), rf->data(), sizeof(float) * M * N) == 0);
+    }
     const double tol = 1e-5 * std::sqrt(double(K));
     ref::expect_all(*y, [&](const ref::index& i) {
         double acc = bias(i[1]);
@@ -611,14 +628,14 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
     check_matvec_bf16_x<2, 299, 288>();    // two rows of x: three blocks of 6
     check_matvec_bf16_x<1, 299, 533>();    // blocks of 12, 10 and 11 (an odd vector last), 5 scalar columns
     check_matvec_bf16_x<1, 768, 2048>();   // beyond 1 MiB: sums in L1, 4 rows per step
-    check_matvec_bf16_x<1, 2100, 4001>();  // beyond 16 MiB: 8 rows per step, a K tail of 4
+    check_matvec_bf16_x<1, 2101, 4001>();  // beyond 16 MiB: 8 rows per step, a K tail of two pairs and one row
     const auto x = std::make_unique<tensor<bf16, 1, 96>>();
     const auto w = std::make_unique<tensor<bf16, 40, 96>>();
     const std::string how = attend::explain(attend::matmul(*x, attend::transpose(*w)));
     BOOST_TEST((how.find("vdpbf16ps") != std::string::npos) == attend::simd::has_bf16_pair_dot, how);
     const auto wt = std::make_unique<tensor<bf16, 96, 40>>();
     const std::string how_kn = attend::explain(attend::matmul(*x, *wt));
-    BOOST_TEST((how_kn.find("alone against pairs of columns") != std::string::npos) == attend::simd::has_bf16_pair_dot, how_kn);
+    BOOST_TEST((how_kn.find("pairs of rows") != std::string::npos) == attend::simd::has_bf16_pair_dot, how_kn);
 
     // ±inf and NaN in x or in a weight give what float products give, and stay in their columns
     // (the vector part, and the K tail added in scalars: k = 66).
@@ -648,9 +665,9 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
     BOOST_TEST(ys(0, 0) == 8.75f);
     BOOST_TEST(ys(0, 3) == -inf);
 
-    // W (K, N): x alone against pairs of columns also multiplies 0 by the neighbouring column's
-    // weight; a non-finite weight still stays in its column (its partner: 11 for 10, 20 for 21),
-    // in the sums held in registers and in those added in L1 (a weight beyond 1 MiB).
+    // W (K, N) on pairs of rows: a non-finite weight stays in its column (10, 21; not in their
+    // neighbours 11 and 20), in the sums held in registers and in those added in L1 (a weight
+    // beyond 1 MiB), with an odd last row (paired with zeros) and masked last columns.
     auto non_finite_in_column = [&]<std::size_t KN, std::size_t NN>() {
         auto xk = std::make_unique<tensor<bf16, 1, KN>>();
         auto wk = std::make_unique<tensor<bf16, KN, NN>>();
@@ -676,7 +693,9 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
         }
     };
     non_finite_in_column.template operator()<40, 64>();
+    non_finite_in_column.template operator()<41, 57>();
     non_finite_in_column.template operator()<1040, 512>();
+    non_finite_in_column.template operator()<1041, 530>();
 }
 
 // The matvec plan over 16-bit weights writing the row it reads (a residual stream updated in
@@ -697,8 +716,8 @@ BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_into_its_input) {
     x = x0;
     x = attend::matmul(x, *w);
     BOOST_TEST(std::memcmp(x.data(), fresh_kn.data(), sizeof(float) * K) == 0);
-    // x rounded to bf16 on the right side (pair products against (N, K), and against (K, N): x
-    // alone against pairs of columns): the same bits as fresh and the right values (the
+    // x rounded to bf16 on the right side (pair products against (N, K), and against (K, N)'s
+    // pairs of rows): the same bits as fresh and the right values (the
     // assignment runs through a temporary: alias.hpp).
     static_assert(attend::plan_of<decltype(attend::matmul(attend::cast<bf16>(x), attend::transpose(*w)) + x)> == attend::plan::matvec);
     static_assert(attend::plan_of<decltype(attend::matmul(attend::cast<bf16>(x), *w) + x)> == attend::plan::matvec);

@@ -198,7 +198,7 @@ std::string explain(const E& e) {
                                    " row(s) of x per register tile" +
                                    (even_odd ? "; bf16 widened into even and odd elements, against x split the same way" : "") +
                                    (pairs ? "; bf16 x and weight as pair products by vdpbf16ps (two products per lane)" : "");
-        const char* rows_k_bf16 = pairs ? ", bf16 x alone against pairs of columns by vdpbf16ps (even, then odd columns)"
+        const char* rows_k_bf16 = pairs ? ", bf16 x and pairs of rows interleaved (vpunpcklwd, vpunpckhwd) as pair products by vdpbf16ps"
                                   : detail::even_odd_columns<typename G::B, T> ? ", bf16 widened into even and odd columns"
                                                                                : "";
         s += "  weight (read in place, " + (by_rows ? rows_k + rows_k_bf16 : rows_n) +

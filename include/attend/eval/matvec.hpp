@@ -148,46 +148,16 @@ inline void interleave_block(F* y) noexcept {
 }
 
 // y[m][c] += sum over u < U of x[m][u] * w[u * ldk + c], for m < M and c < ncols: U weight rows
-// added into the sums (blocks of 2W columns in even/odd order for bf16, even_odd_columns; Pairs:
-// bf16 x alone against pairs of columns). The broadcasts of x are locals (stores to y may alias
-// anything reached through a pointer). Ahead > 0: each weight vector requests the same columns
-// of the row Ahead rows on into L2.
-template <class B, std::size_t M, std::size_t U, bool Pairs, std::size_t Ahead, class X, class F, class T>
-inline void axpy_rows(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y,
-                      std::size_t ldy) noexcept {
+// added into the sums (blocks of 2W columns in even/odd order for bf16, even_odd_columns). The
+// broadcasts of x are locals (stores to y may alias anything reached through a pointer). Ahead > 0:
+// each weight vector requests the same columns of the row Ahead rows on into L2.
+template <class B, std::size_t M, std::size_t U, std::size_t Ahead, class F, class T>
+inline void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) noexcept {
     constexpr std::size_t W = simd::lanes<B>, H = even_odd_columns<B, T> ? 2 : 1;
     B xb[M][U];
     for (std::size_t m = 0; m < M; ++m)
-        for (std::size_t u = 0; u < U; ++u) xb[m][u] = B(simd::load<F>(x + m * ldx + u));
+        for (std::size_t u = 0; u < U; ++u) xb[m][u] = B(x[m * ldx + u]);
     std::size_t c = 0;
-    if constexpr (H == 2 && Pairs) {
-#if defined(__AVX512F__) && defined(__AVX512BF16__)
-        simd::bf16_pairs xe[M][U], xo[M][U];  // x against the even, and the odd columns
-        for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t u = 0; u < U; ++u) xe[m][u] = simd::lone_pair<false>(x + m * ldx + u), xo[m][u] = simd::lone_pair<true>(x + m * ldx + u);
-        for (; c + H * W <= ncols; c += H * W) {
-            simd::bf16_pairs wp[U];
-#pragma GCC unroll 8
-            for (std::size_t u = 0; u < U; ++u) {
-                if constexpr (Ahead > 0) __builtin_prefetch(w + (u + Ahead) * ldk + c, 0, 2);
-                wp[u] = simd::load_pairs(w + u * ldk + c);
-            }
-#pragma GCC unroll 16
-            for (std::size_t m = 0; m < M; ++m) {
-                B even = B::load_aligned(y + m * ldy + c), odd = B::load_aligned(y + m * ldy + c + W);
-#pragma GCC unroll 8
-                for (std::size_t u = 0; u < U; ++u) {
-                    even = simd::dot_pairs(even, xe[m][u], wp[u]);
-                    odd = simd::dot_pairs(odd, xo[m][u], wp[u]);
-                }
-                even.store_aligned(y + m * ldy + c);
-                odd.store_aligned(y + m * ldy + c + W);
-            }
-        }
-#else
-        static_assert(!Pairs, "attend internal: axpy_rows: pair products need AVX-512 BF16");
-#endif
-    }
     for (; c + H * W <= ncols; c += H * W) {
         B wv[U][H];
 #pragma GCC unroll 8
@@ -215,18 +185,18 @@ inline void axpy_rows(const X* x, std::size_t ldx, const T* w, std::size_t ldk, 
             }
     for (; c < ncols; ++c)
         for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += simd::load<F>(x + m * ldx + u) * simd::load<F>(w + u * ldk + c);
+            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += x[m * ldx + u] * simd::load<F>(w + u * ldk + c);
 }
 
 // rows_k panel: y[m][c] = sum over k of x[m][k] * w[k * ldk + c] (Ahead: rows requested ahead,
 // never past the weight's last).
-template <class B, std::size_t M, std::size_t K, std::size_t U, bool Pairs, std::size_t Ahead, class X, class F, class T>
-void axpy_panel(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+template <class B, std::size_t M, std::size_t K, std::size_t U, std::size_t Ahead, class F, class T>
+void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
     std::fill(y, y + M * ldy, F(0));
     std::size_t k = 0;
-    for (; k + U + Ahead <= K; k += U) axpy_rows<B, M, U, Pairs, Ahead>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
-    for (; k + U <= K; k += U) axpy_rows<B, M, U, Pairs, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
-    for (; k < K; ++k) axpy_rows<B, M, 1, Pairs, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U + Ahead <= K; k += U) axpy_rows<B, M, U, Ahead>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U <= K; k += U) axpy_rows<B, M, U, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k < K; ++k) axpy_rows<B, M, 1, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
     if constexpr (even_odd_columns<B, T>) {
         constexpr std::size_t W = simd::lanes<B>;
         for (std::size_t m = 0; m < M; ++m)
@@ -237,46 +207,27 @@ void axpy_panel(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
 // rows_k: one block of NV vectors of columns of a weight held in cache, y[m][c] = sum over k of
 // x[m][k] * w[k * ldk + c], with the sums in registers over all of K (the weight rows' segments
 // read with a stride), where sums in L1 cost a load and a store per U weight rows. bf16 weights
-// widen pairs of vectors into even and odd columns (a shift and a mask, no shuffle), or meet a
-// lone bf16 x as pairs (Pairs), the sums put back in order as they are stored; an odd last vector
-// widens in order. K is a run-time argument, so that each width is compiled once for all shapes.
-template <class B, std::size_t M, std::size_t NV, bool Pairs, class X, class F, class T>
-void axpy_block(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t K, F* y, std::size_t ldy) {
+// widen pairs of vectors into even and odd columns (a shift and a mask, no shuffle), the sums put
+// back in order as they are stored; an odd last vector widens in order. K is a run-time argument,
+// so that each width is compiled once for all shapes.
+template <class B, std::size_t M, std::size_t NV, class F, class T>
+void axpy_block(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t K, F* y, std::size_t ldy) {
     constexpr std::size_t W = simd::lanes<B>, NE = even_odd_columns<B, T> ? NV / 2 * 2 : 0;
     B acc[M][NV];
     for (std::size_t m = 0; m < M; ++m)
         for (std::size_t v = 0; v < NV; ++v) acc[m][v] = B(F(0));
     for (std::size_t k = 0; k < K; ++k) {
         B wv[NV];
-        if constexpr (Pairs) {
-#if defined(__AVX512F__) && defined(__AVX512BF16__)
-            simd::bf16_pairs wp[NE / 2 + 1];
-#pragma GCC unroll 8
-            for (std::size_t v = 0; v < NE; v += 2) wp[v / 2] = simd::load_pairs(w + k * ldk + v * W);
-#pragma GCC unroll 4
-            for (std::size_t m = 0; m < M; ++m) {
-                const simd::bf16_pairs xe = simd::lone_pair<false>(x + m * ldx + k), xo = simd::lone_pair<true>(x + m * ldx + k);
-#pragma GCC unroll 8
-                for (std::size_t v = 0; v < NE; v += 2) {
-                    acc[m][v] = simd::dot_pairs(acc[m][v], xe, wp[v / 2]);
-                    acc[m][v + 1] = simd::dot_pairs(acc[m][v + 1], xo, wp[v / 2]);
-                }
-            }
-#else
-            static_assert(!Pairs, "attend internal: axpy_block: pair products need AVX-512 BF16");
-#endif
-        } else if constexpr (NE > 0) {
+        if constexpr (NE > 0)
 #pragma GCC unroll 8
             for (std::size_t v = 0; v < NE; v += 2) simd::widen_even_odd(w + k * ldk + v * W, wv[v], wv[v + 1]);
-        }
-        constexpr std::size_t V0 = Pairs ? NE : 0;  // the vectors taken by float FMAs
 #pragma GCC unroll 16
-        for (std::size_t v = std::max(V0, NE); v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + v * W);
+        for (std::size_t v = NE; v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + v * W);
 #pragma GCC unroll 4
         for (std::size_t m = 0; m < M; ++m) {
-            const B xb(simd::load<F>(x + m * ldx + k));
+            const B xb(x[m * ldx + k]);
 #pragma GCC unroll 16
-            for (std::size_t v = V0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
+            for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
         }
     }
     for (std::size_t m = 0; m < M; ++m)
@@ -299,37 +250,133 @@ inline void with_count(std::size_t n, Fn&& f) {
 // row (docs/performance.md: (2048, 80) 0.67x the time of blocks of 4 and 1). A column's sum is
 // formed in the same order in any block, so neither the blocks nor the panels change its bits.
 // The columns past the last whole vector in scalars.
-template <class B, std::size_t M, std::size_t NV, std::size_t K, bool Pairs, class X, class F, class T>
-void axpy_columns(const X* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+template <class B, std::size_t M, std::size_t NV, std::size_t K, class F, class T>
+void axpy_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
     constexpr std::size_t W = simd::lanes<B>, U = even_odd_columns<B, T> ? 2 : 1;  // bf16: even widths
     const std::size_t vectors = ncols / W, blocks = (vectors + NV - 1) / NV, units = vectors / U;
     std::size_t c = 0;
     for (std::size_t b = 0; b < blocks; ++b) {
         const std::size_t width = (units / blocks + (b < units % blocks ? 1 : 0)) * U + (b + 1 == blocks ? vectors % U : 0);
-        with_count<NV>(width, [&]<std::size_t V>() { axpy_block<B, M, V, Pairs>(x, ldx, w + c, ldk, K, y + c, ldy); });
+        with_count<NV>(width, [&]<std::size_t V>() { axpy_block<B, M, V>(x, ldx, w + c, ldk, K, y + c, ldy); });
         c += width * W;
     }
     for (; c < ncols; ++c)
         for (std::size_t m = 0; m < M; ++m) {
             F s = 0;
-            for (std::size_t k = 0; k < K; ++k) s += simd::load<F>(x + m * ldx + k) * simd::load<F>(w + k * ldk + c);
+            for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * simd::load<F>(w + k * ldk + c);
             y[m * ldy + c] = s;
         }
 }
 
-// Whether any of the M x ncols sums at y is NaN.
-template <class B, std::size_t M, class F>
-bool any_nan(const F* y, std::size_t ldy, std::size_t ncols) noexcept {
-    constexpr std::size_t W = simd::lanes<B>;
-    for (std::size_t m = 0; m < M; ++m) {
-        std::size_t c = 0;
-        for (; c + W <= ncols; c += W)
-            if (xsimd::any(simd::is_nan(B::load_aligned(y + m * ldy + c)))) return true;
-        for (; c < ncols; ++c)
-            if (simd::is_nan(y[m * ldy + c])) return true;
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+// rows_k on bf16 pairs (pair_matvec): weight rows k and k + 1 interleaved in registers
+// (simd::unpack_rows) against x's pair (x[k], x[k + 1]), 32 columns at a time into two vectors
+// of sums in the unpacked lane order (simd::store_unpacked puts them in column order); an odd
+// last row pairs with zeros, and the last columns of a panel are a masked load, so every column
+// takes the same instructions and its sum the same order in any panel or block (vdpbf16ps adds
+// the second row's exact product, then the first's, each rounded: docs/numerics.md).
+
+// The weight pairs of rows k .. k + 2P (P pairs; Odd: then row k + 2P alone) and x's pairs.
+template <std::size_t M, std::size_t P, bool Odd>
+struct row_pairs {
+    static constexpr std::size_t n = P + (Odd ? 1 : 0);
+    simd::bf16_pairs x[M][n];
+    row_pairs(const bf16* xr, std::size_t ldx) noexcept {
+        for (std::size_t m = 0; m < M; ++m) {
+            for (std::size_t p = 0; p < P; ++p) x[m][p] = simd::broadcast_pair(xr + m * ldx + 2 * p);
+            if constexpr (Odd) x[m][P] = simd::lone_pair<false>(xr + m * ldx + 2 * P);
+        }
     }
-    return false;
+};
+
+// y[m][c .. c + 32) (unpacked order) += the pair products of P row pairs (and an odd row) from
+// w's columns c .. c + cols (cols <= 32; zeros past them). Ahead > 0: requests the row Ahead on.
+template <class B, std::size_t M, std::size_t P, bool Odd, std::size_t Ahead>
+__attribute__((always_inline)) inline void pair_chunk(const row_pairs<M, P, Odd>& xp, const bf16* w, std::size_t ldk, std::size_t cols,
+                                                      float* y, std::size_t ldy) noexcept {
+    constexpr std::size_t W = 16, n = row_pairs<M, P, Odd>::n;
+    simd::bf16_pairs lo[n], hi[n];
+#pragma GCC unroll 8
+    for (std::size_t p = 0; p < n; ++p) {
+        if constexpr (Ahead > 0) __builtin_prefetch(w + (2 * p + Ahead) * ldk, 0, 2), __builtin_prefetch(w + (2 * p + 1 + Ahead) * ldk, 0, 2);
+        simd::unpack_rows(w + 2 * p * ldk, Odd && p == P ? nullptr : w + (2 * p + 1) * ldk, cols, lo[p], hi[p]);
+    }
+#pragma GCC unroll 16
+    for (std::size_t m = 0; m < M; ++m) {
+        B a = B::load_aligned(y + m * ldy), b = B::load_aligned(y + m * ldy + W);
+#pragma GCC unroll 8
+        for (std::size_t p = 0; p < n; ++p) a = simd::dot_pairs(a, xp.x[m][p], lo[p]), b = simd::dot_pairs(b, xp.x[m][p], hi[p]);
+        a.store_aligned(y + m * ldy);
+        b.store_aligned(y + m * ldy + W);
+    }
 }
+
+// The rows of row_pairs<M, P, Odd> added into a panel's sums (y in unpacked order, its rows a
+// multiple of 32 long): whole chunks of 32 columns, then the last columns masked. Everything the
+// loop reads is a parameter: stores to y may alias anything reached through a pointer.
+template <class B, std::size_t M, std::size_t P, bool Odd, std::size_t Ahead>
+void pair_rows(const bf16* x, std::size_t ldx, const bf16* w, std::size_t ldk, std::size_t ncols, float* y, std::size_t ldy) noexcept {
+    const row_pairs<M, P, Odd> xp(x, ldx);
+    const std::size_t whole = ncols / 32 * 32;
+    for (std::size_t c = 0; c < whole; c += 32) pair_chunk<B, M, P, Odd, Ahead>(xp, w + c, ldk, 32, y + c, ldy);
+    if (whole < ncols) pair_chunk<B, M, P, Odd, 0>(xp, w + whole, ldk, ncols - whole, y + whole, ldy);
+}
+
+// rows_k panel on pairs, the sums in L1: U rows a step (U even), the last rows in pairs and an
+// odd one alone; then each 32 columns put in column order.
+template <class B, std::size_t M, std::size_t K, std::size_t U, std::size_t Ahead>
+void pair_axpy_panel(const bf16* x, std::size_t ldx, const bf16* w, std::size_t ldk, std::size_t ncols, float* y, std::size_t ldy) {
+    std::fill(y, y + M * ldy, 0.0f);
+    std::size_t k = 0;
+    for (; k + U + Ahead <= K; k += U) pair_rows<B, M, U / 2, false, Ahead>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U <= K; k += U) pair_rows<B, M, U / 2, false, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + 2 <= K; k += 2) pair_rows<B, M, 1, false, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    if constexpr (K % 2 == 1) pair_rows<B, M, 0, true, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t c = 0; c < ncols; c += 32)
+            simd::store_unpacked(y + m * ldy + c, B::load_aligned(y + m * ldy + c), B::load_aligned(y + m * ldy + c + 16));
+}
+
+// rows_k on pairs with the sums in registers over all of K: a block of NC chunks of 32 columns,
+// the last holding `last` (1 .. 32) columns; stored in column order (y's rows a multiple of 32).
+template <class B, std::size_t M, std::size_t NC>
+void pair_axpy_block(const bf16* x, std::size_t ldx, const bf16* w, std::size_t ldk, std::size_t K, std::size_t last, float* y,
+                     std::size_t ldy) {
+    B acc[M][2 * NC];
+    for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t v = 0; v < 2 * NC; ++v) acc[m][v] = B(0.0f);
+    auto rows = [&]<bool Odd>(std::size_t k) {
+        const row_pairs<M, Odd ? 0 : 1, Odd> xp(x + k, ldx);
+        simd::bf16_pairs lo[NC], hi[NC];
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < NC; ++v)
+            simd::unpack_rows(w + k * ldk + 32 * v, Odd ? nullptr : w + (k + 1) * ldk + 32 * v, v + 1 == NC ? last : 32, lo[v], hi[v]);
+#pragma GCC unroll 4
+        for (std::size_t m = 0; m < M; ++m)
+#pragma GCC unroll 16
+            for (std::size_t v = 0; v < NC; ++v)
+                acc[m][2 * v] = simd::dot_pairs(acc[m][2 * v], xp.x[m][0], lo[v]), acc[m][2 * v + 1] = simd::dot_pairs(acc[m][2 * v + 1], xp.x[m][0], hi[v]);
+    };
+    std::size_t k = 0;
+    for (; k + 2 <= K; k += 2) rows.template operator()<false>(k);
+    if (k < K) rows.template operator()<true>(k);
+    for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t v = 0; v < NC; ++v) simd::store_unpacked(y + m * ldy + 32 * v, acc[m][2 * v], acc[m][2 * v + 1]);
+}
+
+// rows_k panel on pairs held in cache: the fewest blocks of at most NC chunks of 32 columns, their
+// widths within one of each other, the last block's last chunk masked.
+template <class B, std::size_t M, std::size_t NC, std::size_t K>
+void pair_axpy_columns(const bf16* x, std::size_t ldx, const bf16* w, std::size_t ldk, std::size_t ncols, float* y, std::size_t ldy) {
+    const std::size_t chunks = (ncols + 31) / 32, blocks = (chunks + NC - 1) / NC;
+    std::size_t c = 0;
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t width = chunks / blocks + (b < chunks % blocks ? 1 : 0), end = std::min(ncols, c + 32 * width);
+        with_count<NC>(width, [&]<std::size_t V>() { pair_axpy_block<B, M, V>(x, ldx, w + c, ldk, K, end - c - 32 * (V - 1), y + c, ldy); });
+        c = end;
+    }
+}
+#endif
 
 // bf16 weight rows (N, K) are widened into their even and odd elements (a shift and a mask of
 // 32-bit lanes; widening in order takes a shuffle, which bound in-cache matvecs to half their read
@@ -516,6 +563,8 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
     constexpr bool even_odd = !pairs && wl == weight_layout::rows_n && even_odd_rows<B, F, typename Bop::value_type, M, K>;
     // Panels of at most NP columns, at least one per thread when it is worth it; every column's
     // sum is formed in the same order whatever the split, so results do not depend on it.
+    // The sums' row length: pair products of rows (K, N) store 32 columns at a time.
+    constexpr std::size_t LD = pairs && wl == weight_layout::rows_k ? (NP + 31) / 32 * 32 : NP;
     const std::size_t want = worth ? (worker_count() + batches - 1) / batches : 1;
     const std::size_t panels = std::max((N + NP - 1) / NP, std::min(want, (N + W - 1) / W));
     const std::size_t width = std::min(NP, (N + panels * W - 1) / (panels * W) * W);
@@ -524,22 +573,20 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         const std::size_t j0 = item % panels * width;
         if (j0 >= N) return;
         const std::size_t ncols = std::min(width, N - j0);
-        alignas(64) F y[M * NP];
+        alignas(64) F y[M * LD];
         const auto* x = matrix_at(mm.a, p, 0, 0).first;  // F, or bf16 for pairs
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
         constexpr std::size_t bytes = K * N * sizeof(typename Bop::value_type);
         if constexpr (pairs && wl == weight_layout::rows_n)
             dot_panel<B, M, G::MB, G::RN, K, dots::pairs>(x, ldx, w, ldw, ncols, y, NP);
-        else if constexpr (wl == weight_layout::rows_k) {
-            auto sums = [&]<bool Pairs>() {
-                if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K, Pairs>(x, ldx, w, ldw, ncols, y, NP);
-                else axpy_panel<B, M, K, G::rows_per_step(bytes), Pairs, G::rows_ahead(bytes)>(x, ldx, w, ldw, ncols, y, NP);
-            };
-            // Pair products of a lone x also multiply 0 by the neighbouring column's weight, NaN
-            // when that weight is inf or NaN: a panel with a NaN sum is summed again on float products.
-            sums.template operator()<pairs>();
-            if constexpr (pairs)
-                if (any_nan<B, M>(+y, NP, ncols)) sums.template operator()<false>();
+        else if constexpr (pairs && wl == weight_layout::rows_k) {
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+            if constexpr (G::sums_in_registers(bytes)) pair_axpy_columns<B, M, G::NV / 2, K>(x, ldx, w, ldw, ncols, y, LD);
+            else pair_axpy_panel<B, M, K, G::rows_per_step(bytes), G::rows_ahead(bytes)>(x, ldx, w, ldw, ncols, y, LD);
+#endif
+        } else if constexpr (wl == weight_layout::rows_k) {
+            if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
+            else axpy_panel<B, M, K, G::rows_per_step(bytes), G::rows_ahead(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         }
         else if constexpr (even_odd) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
@@ -548,7 +595,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         } else dot_panel<B, M, G::MB, G::RN, K, dots::plain, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
-        finish(p, +y, NP, M, ncols);
+        finish(p, +y, LD, M, ncols);
     });
 }
 
