@@ -299,17 +299,20 @@ inline rows_view<bf16> key_pairs(const Kt& kt, nd_pos<Rs, Rs - 2> sp, std::size_
 }
 
 // V's rows j0 .. j0+KB as pairs of keys: pair row j/2 holds (V[j][dv], V[j+1][dv]) for every dv
-// (a zero key after an odd last one); pair k of value column dv at pack[dv * 2 + k * 2 DV].
+// (a zero key after an odd last one); pair k of value column dv at pack[dv * 2 + k * 2 DV]. Keys
+// from `live` on are zeros (a tile the masks cut: their rows take no part, whatever they hold).
 template <std::size_t KB, std::size_t DV, class Vl, std::size_t R>
-inline rows_view<bf16> value_pairs(const Vl& v, nd_pos<R> ob, std::size_t j0, bf16* pack) noexcept {
+inline rows_view<bf16> value_pairs(const Vl& v, nd_pos<R> ob, std::size_t j0, bf16* pack, std::size_t live = KB) noexcept {
     constexpr std::size_t ld = Vl::layout::template strides_at<R>[R - 2];
     ob.idx[R - 2] = j0;
     ob.idx[R - 1] = 0;
     const bf16* rows = v.data() + Vl::layout::offset(ob.idx);
-    for (std::size_t j = 0; j < KB; j += 2) {
+    const std::size_t n = std::min(live, KB);
+    std::fill(pack + (n + 1) / 2 * 2 * DV, pack + (KB + 1) / 2 * 2 * DV, bf16::from_bits(0));
+    for (std::size_t j = 0; j < n; j += 2) {
         const bf16* a = rows + j * ld;
         bf16* out = pack + j * DV;
-        if (j + 1 == KB) {
+        if (j + 1 == n) {
             for (std::size_t dv = 0; dv < DV; ++dv) out[2 * dv] = a[dv], out[2 * dv + 1] = bf16::from_bits(0);
             break;
         }
@@ -330,6 +333,21 @@ __attribute__((always_inline)) inline void pack_p_pairs(const F* st, bf16* pt) n
             const Vb y = j + 1 < KB ? simd::load<Vb>(st + (j + 1) * QL + c * WL) : Vb(F(0));
             simd::store_pairs(pt + j * QL + 2 * c * WL, x, y);
         }
+}
+
+// V's rows for a tile the masks cut: keys from `live` on take no part whatever their rows hold
+// (0 x NaN is NaN), so they read as zeros: the rows copied into `pack` (KB x DV, as value_rows
+// packs them) up to `live`, zeros after.
+template <std::size_t KB, std::size_t DV, class F>
+inline rows_view<F> live_rows(rows_view<F> v, std::size_t live, F* pack) noexcept {
+    for (std::size_t j = 0; j < KB; ++j) {
+        F* out = pack + j * DV;
+        if (j >= live) std::fill(out, out + DV, F(0));
+        else if (v.ld == 1) std::copy(v.p + j * v.step, v.p + j * v.step + DV, out);
+        else
+            for (std::size_t dv = 0; dv < DV; ++dv) out[dv] = v.p[dv * v.ld + j * v.step];
+    }
+    return {pack, 1, DV};
 }
 
 // ---- the nest ------------------------------------------------------------------------------
@@ -370,18 +388,21 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     for (std::size_t c = 0; c < NVq; ++c) m[c] = Vb(-std::numeric_limits<F>::infinity()), l[c] = Vb(F(0));
 
     // One key tile with the score tree `t` (the full tree, or the tree without its index masks on
-    // a tile they keep entirely).
-    auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t) {
+    // a tile they keep entirely); with `vlive`, only its first `live` keys take part in P V (a
+    // tile the masks cut: V's rows past them read as zeros, live_rows).
+    auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t, std::size_t live = KB, F* vlive = nullptr) {
         Vb mt[NVq], alpha[NVq];
         if constexpr (pairs) {
             score_tile<Vb, NVq, KB, MR, D>(key_pairs(kt, sp, j0), qt, t, sp, i0, j0, st, mt);
             online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
             pack_p_pairs<Vb, NVq, KB>(st, ppairs);
-            accumulate_pv<Vb, NVq, KB, MRV, DV>(value_pairs<KB, DV>(v, ob, j0, vpairs), ppairs, ot, alpha, fresh);
+            accumulate_pv<Vb, NVq, KB, MRV, DV>(value_pairs<KB, DV>(v, ob, j0, vpairs, live), ppairs, ot, alpha, fresh);
         } else {
             score_tile<Vb, NVq, KB, MR, D>(key_rows<KB, D>(kt, sp, j0, kpack), qt, t, sp, i0, j0, st, mt);
             online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
-            accumulate_pv<Vb, NVq, KB, MRV, DV>(value_rows<KB, DV>(v, ob, j0, vpack), st, ot, alpha, fresh);
+            rows_view<F> vr = value_rows<KB, DV>(v, ob, j0, vpack);
+            if (live < KB) vr = live_rows<KB, DV>(vr, live, vlive);
+            accumulate_pv<Vb, NVq, KB, MRV, DV>(vr, st, ot, alpha, fresh);
         }
         fresh = false;
     };
@@ -390,8 +411,10 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     using Tree = decltype(with_tile(sc, tile_leaf<F, Ss, true>{{}, nullptr}));
     // Tiles an index mask cuts through run out of line, each whole tile (docs/design.md: inlined,
     // or called from inside a tile, the masked tree slowed every tile).
+    constexpr std::size_t live_n = pairs ? 1 : BN * DV;  // (written inside the lambda, it crashes g++ 12)
     auto masked_visit = [&]<std::size_t KB>(std::size_t j0, const Tree& t) __attribute__((noinline)) {
-        visit.template operator()<KB>(j0, t);
+        alignas(64) F vlive[live_n];
+        visit.template operator()<KB>(j0, t, live_end(t, tile_box) - j0, +vlive);
     };
     auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
         tile_box.lo[Rs - 1] = j0;

@@ -143,6 +143,22 @@ bool index_conditions_never(const E& e, const box<R>& b) {
     }
 }
 
+// The end of the keys (the last axis) that a tree's scores over box b may leave: the least e in
+// [b.lo, b.hi + 1] such that every score of keys e .. b.hi is -inf (binary search: that holds of
+// every e past the least). P V stops there, so rows past a cache's length take no part in a tile
+// the masks cut, whatever they hold (0 x NaN would be NaN).
+template <class E, std::size_t R>
+std::size_t live_end(const E& e, box<R> b) {
+    std::size_t lo = b.lo[R - 1], hi = b.hi[R - 1] + 1;
+    while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        b.lo[R - 1] = mid;
+        if (bounds(e, b).hi == -inf) hi = mid;
+        else lo = mid + 1;
+    }
+    return hi;
+}
+
 // The tree with every index-conditioned where() replaced by its "false" branch: what a tile
 // whose index masks keep everything evaluates (no mask work).
 template <class E>

@@ -248,15 +248,19 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
 
 // O = alpha O + P V_tile for groups of queries whose outputs fill 16 registers, each V row read
 // whole and in order (a memory stream the prefetcher follows; the next group finds it in L2).
-// The groups request the next tile's V rows, each its share.
+// The groups request the next tile's V rows, each its share. Only the first `live` keys take
+// part (a tile the masks cut: the rows past them may hold anything, and 0 x NaN is NaN).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, std::size_t D, class F, class T, class Ahead>
-inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next) noexcept {
+inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next, std::size_t live) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W, QG = query_group<B, DV>;
-    auto group = [&]<std::size_t Rows>(std::size_t i0) {
+    // (Whole: the tile's KB keys as a constant trip count, which a bound read at run time made
+    // 4-5 % slower from DRAM)
+    auto group = [&]<std::size_t Rows, bool Whole>(std::size_t i0) {
+        const std::size_t n = Whole ? KB : live;
         B acc[Rows][NV];
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NV; ++c) acc[r][c] = B::load_unaligned(o + (i0 + r) * DV + c * W) * B(alpha[i0 + r]);
-        for (std::size_t j = 0; j < KB; ++j) {
+        for (std::size_t j = 0; j < n; ++j) {
             B vv[NV];
             for (std::size_t c = 0; c < NV; ++c) vv[c] = simd::load<B>(v + j * ldv + c * W);
             for (std::size_t r = 0; r < Rows; ++r) {
@@ -269,29 +273,36 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NV; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c * W);
     };
-    std::size_t i0 = 0;
-    for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG>(i0);
-    if constexpr (NQ % QG != 0) group.template operator()<NQ % QG>(i0);
+    auto groups = [&]<bool Whole>() {
+        std::size_t i0 = 0;
+        for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG, Whole>(i0);
+        if constexpr (NQ % QG != 0) group.template operator()<NQ % QG, Whole>(i0);
+    };
+    if (live == KB) groups.template operator()<true>();
+    else groups.template operator()<false>();
 }
 
 // O = alpha O + P V_tile as pair dot products along the keys (decode_pairs): P rounded to bf16
 // (pp, rows BN apart), two V rows interleaved in registers (simd::unpack_rows) against each
 // query's two probabilities; the sums run in the unpacked lane order through the tile
 // (simd::to_unpacked, store_unpacked). As decode_pv_rows, the groups request the next tile's V
-// rows, each its share.
+// rows, each its share, and only the first `live` keys take part.
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, class F, class Ahead>
-inline void decode_pv_pairs(const bf16* pp, const bf16* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next) noexcept {
+inline void decode_pv_pairs(const bf16* pp, const bf16* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next,
+                            std::size_t live) noexcept {
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W, QG = query_group<B, DV>;
     static_assert(W == 16 && DV % 32 == 0 && KB % 2 == 0);
-    auto group = [&]<std::size_t Rows>(std::size_t i0) {
+    auto group = [&]<std::size_t Rows, bool Whole>(std::size_t i0) {  // (Whole: as in decode_pv_rows)
+        const std::size_t n = Whole ? KB : live;
         B acc[Rows][NV];
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NV; c += 2) {
                 const B a(alpha[i0 + r]), n0 = B::load_unaligned(o + (i0 + r) * DV + c * W) * a;
                 simd::to_unpacked(n0, B::load_unaligned(o + (i0 + r) * DV + (c + 1) * W) * a, acc[r][c].data, acc[r][c + 1].data);
             }
-        for (std::size_t j = 0; j < KB; j += 2) {
+        std::size_t j = 0;
+        for (; j + 2 <= n; j += 2) {
             simd::bf16_pairs vp[NV];
             for (std::size_t c = 0; c < NV; c += 2) simd::unpack_rows(v + j * ldv + c * W, v + (j + 1) * ldv + c * W, vp[c], vp[c + 1]);
             for (std::size_t r = 0; r < Rows; ++r) {
@@ -302,16 +313,53 @@ inline void decode_pv_pairs(const bf16* pp, const bf16* v, std::size_t ldv, cons
             v_next.template request<DV>(i0 / QG * KB + j);
             v_next.template request<DV>(i0 / QG * KB + j + 1);
         }
+        if (!Whole && j < n) {  // an odd last live key, paired with zeros
+            simd::bf16_pairs vp[NV];
+            for (std::size_t c = 0; c < NV; c += 2) simd::unpack_rows(v + j * ldv + c * W, nullptr, 2 * W, vp[c], vp[c + 1]);
+            for (std::size_t r = 0; r < Rows; ++r) {
+                const simd::bf16_pairs pj = simd::broadcast_pair(pp + (i0 + r) * BN + j);
+                for (std::size_t c = 0; c < NV; ++c) acc[r][c] = simd::dot_pairs(acc[r][c], pj, vp[c]);
+            }
+        }
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NV; c += 2) simd::store_unpacked(o + (i0 + r) * DV + c * W, acc[r][c], acc[r][c + 1]);
     };
-    std::size_t i0 = 0;
-    for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG>(i0);
-    if constexpr (NQ % QG != 0) group.template operator()<NQ % QG>(i0);
+    auto groups = [&]<bool Whole>() {
+        std::size_t i0 = 0;
+        for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG, Whole>(i0);
+        if constexpr (NQ % QG != 0) group.template operator()<NQ % QG, Whole>(i0);
+    };
+    if (live == KB) groups.template operator()<true>();
+    else groups.template operator()<false>();
 #else
     static_assert(sizeof(B) == 0, "attend internal: decode_pv_pairs needs AVX-512 BF16");
     (void)pp, (void)v, (void)ldv, (void)alpha, (void)o, (void)v_next;
 #endif
+}
+
+// O = alpha O + P V_tile over the tile's first `live` keys only, for a tile the masks cut where
+// decode_pv would run (value rows or tiles not whole vectors): the rows past them take no part
+// whatever they hold (0 x NaN is NaN). Once per step; four sums a vector, so that the FMAs'
+// latency does not bound it.
+template <class B, std::size_t NQ, std::size_t BN, std::size_t DV, class F>
+inline void decode_pv_live(const F* pt, const F* v, std::size_t ldv, const F* alpha, F* o, std::size_t live) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, DVV = DV / W * W;
+    for (std::size_t i = 0; i < NQ; ++i) {
+        const F* p = pt + i * BN;
+        for (std::size_t c = 0; c < DVV; c += W) {
+            B acc[4] = {B::load_unaligned(o + i * DV + c) * B(alpha[i]), B(F(0)), B(F(0)), B(F(0))};
+            std::size_t j = 0;
+            for (; j + 4 <= live; j += 4)
+                for (std::size_t u = 0; u < 4; ++u) acc[u] = simd::fma(B(p[j + u]), B::load_unaligned(v + (j + u) * ldv + c), acc[u]);
+            for (; j < live; ++j) acc[0] = simd::fma(B(p[j]), B::load_unaligned(v + j * ldv + c), acc[0]);
+            ((acc[0] + acc[1]) + (acc[2] + acc[3])).store_unaligned(o + i * DV + c);
+        }
+        for (std::size_t c = DVV; c < DV; ++c) {
+            F acc = o[i * DV + c] * alpha[i];
+            for (std::size_t j = 0; j < live; ++j) acc += p[j] * v[j * ldv + c];
+            o[i * DV + c] = acc;
+        }
+    }
 }
 
 // O = alpha O + P V_tile: MQ queries x NVd vectors of output columns per register tile, over KS
@@ -362,7 +410,8 @@ inline void decode_pv(const F* pt, const F* v, std::size_t ldv, const F* alpha, 
 
 // All stages over W keys at a time for NQ queries whose outputs stay in registers: scores of
 // the block, the score tree on them, the online softmax, and P V into the outputs; kb keys (a
-// multiple of W up to BN: KB, or a run of a tile's live eighths). Where the
+// multiple of W up to BN: KB, or a run of a tile's live eighths), of which the first `live` take
+// part in P V (the rest are masked; their V rows may hold anything). Where the
 // tile-at-a-time stages read K and then V in 128 KiB runs (one memory stream at a time), this
 // reads both, W rows each in turn, as llama.cpp's per-key loop does. With each V row it requests
 // the K and V rows Ahead keys on (up to row `last`) through k_rows and v_rows (rows_ahead, or
@@ -372,7 +421,7 @@ template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D
 __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k, std::size_t ldk, const TV* v, std::size_t ldv,
                                                          const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
                                                          const decode_state<F, NQ, DV>& s, KAhead k_rows, VAhead v_rows,
-                                                         std::size_t last, std::size_t kb) noexcept {
+                                                         std::size_t last, std::size_t kb, std::size_t live) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W;
     constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
     static_assert(KB % W == 0);
@@ -398,6 +447,14 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
             p[i] = simd::exp_shifted(sv, shift);
             l[i] = simd::fma(l[i], alpha, simd::sum_across(p[i]));
             for (std::size_t c = 0; c < NV; ++c) o[i][c] = o[i][c] * alpha;
+        }
+        if (jb + W > live) {  // keys past `live` take no part (a tile the masks cut)
+            alignas(64) F pa[NQ][W];
+            for (std::size_t i = 0; i < NQ; ++i) p[i].store_aligned(pa[i]);
+            for (std::size_t j = jb; j < live; ++j)
+                for (std::size_t i = 0; i < NQ; ++i)
+                    for (std::size_t c = 0; c < NV; ++c) o[i][c] = simd::fma(B(pa[i][j - jb]), simd::load<B>(v + j * ldv + c * W), o[i][c]);
+            continue;
         }
         for (std::size_t j = 0; j < W; ++j) {  // P V, the probabilities broadcast from registers
             B vv[NV];
@@ -489,7 +546,8 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     auto tree_at = [&](const tile_cursor<F>& cursor) { return with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor}); };
     using Tree = decltype(tree_at(std::declval<const tile_cursor<F>&>()));
     // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
-    auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t, std::size_t kb) {
+    // Only the first `live` take part in P V (live < kb: a tile the masks cut).
+    auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t, std::size_t kb, std::size_t live) {
         // K and V rows where they lie when whole blocks of W keys stream from memory (16-bit
         // storage widened as it loads), else packed as floats through their expressions
         auto rows = [&]<bool Transposed, std::size_t C, bool Stream>(const auto& x, const auto& at, F* pack) {
@@ -505,9 +563,9 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
                 if (ahead)
                     return decode_stream<B, NQ, KB, BN, D, DV, G::RK, A>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s,
                                                                          rows_ahead<typename Kt::value_type>{k, ldk},
-                                                                         rows_ahead<typename Vl::value_type>{vr, ldv}, je - j0 - 1, kb);
+                                                                         rows_ahead<typename Vl::value_type>{vr, ldv}, je - j0 - 1, kb, live);
             return decode_stream<B, NQ, KB, BN, D, DV, G::RK, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, no_rows_ahead{},
-                                                                 no_rows_ahead{}, 0, kb);
+                                                                 no_rows_ahead{}, 0, kb, live);
         }
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
@@ -521,24 +579,27 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
         const auto [vr, ldv] = rows.template operator()<false, DV, v_blocks && streamed<Vl, F, 0>>(v, ob, vpack);
-        if constexpr (v_blocks && pairs) {
+        if constexpr (v_blocks && pairs)
             for (std::size_t i = 0; i < NQ; ++i)  // P rounded to bf16
                 for (std::size_t j = 0; j < KB; j += G::W) simd::round_for_pairs(st + i * BN + j, ppairs + i * BN + j);
+        if constexpr (v_blocks && pairs)
             with_rows_ahead<false, F, may_ahead, query_groups<B, DV, NQ>>(v, ob, j0 + KB, next_whole, [&, vr = vr, ldv = ldv](auto v_next) {
-                decode_pv_pairs<B, NQ, KB, BN, DV>(ppairs, vr, ldv, alpha, s.o, v_next);
+                decode_pv_pairs<B, NQ, KB, BN, DV>(ppairs, vr, ldv, alpha, s.o, v_next, live);
             });
-        } else if constexpr (v_blocks)
-            with_rows_ahead<false, F, may_ahead, query_groups<B, DV, NQ>>(v, ob, j0 + KB, next_whole,
-                                     [&, vr = vr, ldv = ldv](auto v_next) { decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, v_next); });
+        else if constexpr (v_blocks)
+            with_rows_ahead<false, F, may_ahead, query_groups<B, DV, NQ>>(v, ob, j0 + KB, next_whole, [&, vr = vr, ldv = ldv](auto v_next) {
+                decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, v_next, live);
+            });
+        else if (live < KB) decode_pv_live<B, NQ, BN, DV>(st, vr, ldv, alpha, s.o, live);
         else decode_pv<B, NQ, KB, BN, DV, G::MQ, G::NVd>(st, vr, ldv, alpha, s.o);
     };
     // Keys [j0, j0 + KB) as a tile whose tree reads its scores from st; Strip: without the
     // index masks (the caller found they rule nothing out there).
-    auto run_tile = [&]<std::size_t KB, bool Strip>(std::size_t j0, std::size_t kb = KB) {
+    auto run_tile = [&]<std::size_t KB, bool Strip>(std::size_t j0, std::size_t kb = KB, std::size_t live = KB) {
         const tile_cursor<F> cursor{st, BN, 0, j0};
         const Tree tree = tree_at(cursor);
-        if constexpr (Strip) visit.template operator()<KB>(j0, without_index_masks(tree), kb);
-        else visit.template operator()<KB>(j0, tree, kb);
+        if constexpr (Strip) visit.template operator()<KB>(j0, without_index_masks(tree), kb, kb);
+        else visit.template operator()<KB>(j0, tree, kb, std::min(kb, live));
     };
     // The stream reads K and V in place for any number of whole blocks: a run of live eighths is
     // one call (each call loads and stores the running state).
@@ -551,6 +612,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
         if constexpr (has_index_where<Tree>()) {
             if (index_conditions_never(tree, tile_box)) return run_tile.template operator()<KB, true>(j0);
+            const std::size_t end = live_end(tree, tile_box);  // keys from here on take no part
             if constexpr (KB == BN) {
                 // A partly masked tile (the cache's last, a causal chunk's diagonal): when the
                 // masks rule out two of its eighths or more, the others run as tiles of their own,
@@ -566,12 +628,13 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
                 if (std::popcount(live) <= (fold ? 7 : 6)) {  // eighths as tiles: ~1.3x an eighth's work each
                     for (std::size_t e = 0; e < 8;) {
                         const std::size_t n = fold ? std::countr_one(live >> e) : live >> e & 1u;
-                        if (n > 0) run_tile.template operator()<E, false>(j0 + e * E, n * E);
+                        if (n > 0) run_tile.template operator()<E, false>(j0 + e * E, n * E, end - (j0 + e * E));
                         e += std::max<std::size_t>(n, 1);
                     }
                     return;
                 }
             }
+            return run_tile.template operator()<KB, false>(j0, KB, end - j0);
         }
         run_tile.template operator()<KB, false>(j0);
     };
