@@ -11,8 +11,9 @@
 //   layout). Each output column is a dot product of a weight row with x: RN weight rows at once,
 //   each read sequentially, into MB x RN vector accumulators, summed across lanes at the end.
 // bf16 weights widen into their even and odd elements (a shift and a mask, no shuffle) in both
-// layouts (even_odd_columns, even_odd_rows); bf16 x against bf16 rows (N, K) on AVX-512 BF16
-// takes pair products instead, nothing widened (pair_matvec).
+// layouts (even_odd_columns, even_odd_rows); bf16 x against a bf16 weight on AVX-512 BF16 takes
+// pair products instead, nothing widened (pair_matvec: rows (N, K) as they lie, rows (K, N)
+// interleaved two at a time).
 // x is read in place (it is materialised first when it is an expression; 16-bit x gets a float
 // copy unless it takes pairs). The finished panel goes through the contraction's epilogue, so
 // bias, residual and activation stay fused.
@@ -94,8 +95,8 @@ struct matvec_tiling {
 
 // bf16 x (memory, or the caller's `cast<bf16>(x)`) against a bf16 weight on a target with
 // AVX-512 BF16: vdpbf16ps multiplies pairs exactly and sums in float (docs/design.md). Rows
-// (N, K): x's pairs against each row's; rows (K, N): x[k] alone (zero beside it) against row k's
-// pairs of columns, once for the even columns and once for the odd.
+// (N, K): x's pairs against each row's; rows (K, N): x's pair (x[k], x[k + 1]) against rows k and
+// k + 1 interleaved (pair_axpy_block, pair_axpy_panel).
 template <class Arch, class A, class Bop, class F>
 inline constexpr bool pair_matvec = simd::has_bf16_pair_dot && std::is_same_v<F, float> && simd::lanes<simd::batch<float, Arch>> == 16 &&
                                     std::is_same_v<std::remove_cv_t<typename A::value_type>, bf16> &&
