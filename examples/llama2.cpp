@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "llama2/model.hpp"
 #include "llama2/sampler.hpp"
@@ -54,7 +56,22 @@ struct options {
     std::exit(EXIT_FAILURE);
 }
 
-// run.c's parsing: flag-value pairs after the checkpoint, each flag a dash and one letter.
+// A flag's whole value as a finite number, else a message and the usage (run.c's atoi and
+// strtof take "abc" as 0 silently).
+template <class T>
+T number(char flag, const char* v) {
+    char* end = nullptr;
+    errno = 0;
+    const double x = std::is_integral_v<T> ? double(std::strtoll(v, &end, 10)) : std::strtod(v, &end);
+    if (end == v || *end != '\0' || errno == ERANGE || !std::isfinite(x)) {
+        std::fprintf(stderr, "llama2: -%c takes a finite number, not \"%s\"\n", flag, v);
+        usage();
+    }
+    return static_cast<T>(x);
+}
+
+// run.c's parsing: flag-value pairs after the checkpoint, each flag a dash and one letter; numbers
+// out of range are clamped as run.c does.
 options parse(int argc, char** argv) {
     options o;
     if (argc < 2) usage();
@@ -63,10 +80,10 @@ options parse(int argc, char** argv) {
         if (i + 1 >= argc || argv[i][0] != '-' || std::strlen(argv[i]) != 2) usage();
         const char* v = argv[i + 1];
         switch (argv[i][1]) {
-        case 't': o.temperature = std::strtof(v, nullptr); break;
-        case 'p': o.topp = std::strtof(v, nullptr); break;
-        case 's': o.seed = static_cast<unsigned long long>(std::atoi(v)); break;
-        case 'n': o.steps = std::atoi(v); break;
+        case 't': o.temperature = number<float>('t', v); break;
+        case 'p': o.topp = number<float>('p', v); break;
+        case 's': o.seed = static_cast<unsigned long long>(number<int>('s', v)); break;
+        case 'n': o.steps = number<int>('n', v); break;
         case 'i': o.prompt = v; break;
         case 'z': o.tokenizer = v; break;
         case 'm':

@@ -53,12 +53,16 @@ inline int sample_all(const float* p, int n, float coin) {
 
 // Top-p: the most probable tokens whose probabilities first sum past topp, then a draw among them.
 // Tokens below (1 - topp) / (n - 1) cannot be in the nucleus and are dropped before sorting; the
-// sort is stable (as glibc's qsort, a merge sort, is for run.c).
+// sort is stable (as glibc's qsort, a merge sort, is for run.c). When that drops every token (a
+// flat distribution and a tiny topp, or NaN probabilities from NaN weights), all are candidates:
+// run.c then reads an empty array.
 inline int sample_topp(const float* p, int n, float topp, std::vector<std::pair<float, int>>& c, float coin) {
     c.clear();
     const float cutoff = (1.0f - topp) / static_cast<float>(n - 1);
     for (int i = 0; i < n; ++i)
         if (p[i] >= cutoff) c.emplace_back(p[i], i);
+    if (c.empty())
+        for (int i = 0; i < n; ++i) c.emplace_back(p[i], i);
     std::stable_sort(c.begin(), c.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     float cumulative = 0;
     std::size_t last = c.size() - 1;

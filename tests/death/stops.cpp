@@ -3,6 +3,7 @@
 // must not depend on them. The argument names the case; the no_heap build (ATTEND_NO_HEAP) also
 // stops where an overlap needs a temporary larger than the stack budget.
 #include <attend/attend.hpp>
+#include <attend/nn.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +32,19 @@ int main(int argc, char** argv) {
         const attend::tensor<std::int64_t, 2> ids{0, -1};
         attend::tensor<float, 2, 4> e = attend::take<0>(table, ids) + 1;
         std::printf("%g\n", double(e(0, 0)));
+    } else if (std::strcmp(which, "rope_past_table") == 0) {
+        static const attend::nn::rotary_table<4, 8> rotations;
+        const attend::tensor<float, 3, 4> x{};
+        attend::tensor<float, 3, 4> y = attend::nn::rope(x, rotations, pos);  // positions 6 .. 8 of 8
+        std::printf("%g\n", double(y(0, 0)));
+    } else if (std::strcmp(which, "attention_huge_scores") == 0) {
+        const attend::tensor<float, 1, 1> q{1.0f};
+        const attend::tensor<float, 2, 1> k{1e10f, 7.5e9f}, v{3.0f, 5.0f};
+        attend::tensor<float, 1, 1> o = attend::scaled_dot_product_attention(q, k, v);  // once 0, silently
+        std::printf("%g\n", double(o(0, 0)));
+    } else if (std::strcmp(which, "slice_wrapping") == 0) {
+        attend::tensor<float, 3, 2, 5> w = attend::slice<1, 2>(cache, std::size_t(-1));
+        std::printf("%g\n", double(w(0, 0, 0)));
     }
     std::puts("no stop");
     return 0;

@@ -13,12 +13,14 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "llama2/model.hpp"
+#include "llama2/sampler.hpp"
 #include "llama2/tokenizer.hpp"
 
 namespace {
@@ -117,6 +119,22 @@ BOOST_AUTO_TEST_CASE(tokenizer_encodes_as_run_c) {
         ++n;
     }
     BOOST_TEST(n >= 10);
+}
+
+// Top-p sampling where the cutoff drops every token (a flat distribution and a tiny top-p; NaN
+// probabilities from NaN weights) draws among all of them instead of reading an empty array.
+BOOST_AUTO_TEST_CASE(top_p_with_every_token_below_the_cutoff) {
+    std::vector<std::pair<float, int>> c;
+    std::vector<float> flat(100, 0.01f), nan(100, std::numeric_limits<float>::quiet_NaN());
+    for (float coin : {0.0f, 0.5f, 0.999f}) {
+        const int t = llama2::sample_topp(flat.data(), 100, 1e-5f, c, coin);
+        BOOST_TEST((t >= 0 && t < 100), "token " << t);
+        const int u = llama2::sample_topp(nan.data(), 100, 0.9f, c, coin);
+        BOOST_TEST((u >= 0 && u < 100), "token " << u);
+    }
+    std::vector<float> peaked(100, 0.001f);
+    peaked[42] = 0.901f;
+    BOOST_TEST(llama2::sample_topp(peaked.data(), 100, 1e-5f, c, 0.7f) == 42);
 }
 
 // Bad checkpoints are refused with a message, before anything runs.

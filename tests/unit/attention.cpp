@@ -380,6 +380,12 @@ BOOST_AUTO_TEST_CASE(big_logits_views_and_double) {
     expect_close(od, reference(1, NQ, NK, D, D, [&](auto, auto i, auto d) { return qd(i, d); },
                                [&](auto, auto j, auto d) { return kd(j, d); }, [&](auto, auto j, auto d) { return vd(j, d); },
                                [&](auto, auto a, auto b, double x) { return b > a ? ninf : x / 4.0; }), 1e-12);
+    // Five double queries take the decode nest (clang++ once rejected it: a float-only call there).
+    const tensor<double, 5, D> qd5 = attend::slice<0, 5>(qd, 0);
+    const tensor<double, 5, D> od5 = attend::scaled_dot_product_attention(qd5, kd, vd);
+    expect_close(od5, reference(1, 5, NK, D, D, [&](auto, auto i, auto d) { return qd5(i, d); },
+                                [&](auto, auto j, auto d) { return kd(j, d); }, [&](auto, auto j, auto d) { return vd(j, d); },
+                                [&](auto, auto, auto, double x) { return x / 4.0; }), 1e-12);
 }
 
 BOOST_AUTO_TEST_CASE(unfusable_trees_fall_back_correctly) {

@@ -293,6 +293,27 @@ BOOST_AUTO_TEST_CASE(softmax_of_all_masked_slices_is_zero) {
         for (std::size_t j = 0; j < 19; ++j) BOOST_TEST(std::isfinite(q(i, j)));
 }
 
+// Huge finite values: the shift's rounding in softmax's exponent units would leave float's range
+// (softmax([1e10, 7.5e9]) once gave [0, 0]); rows, columns, vector body and tail, float and double.
+BOOST_AUTO_TEST_CASE(softmax_of_huge_finite_values) {
+    for (double big : {1e6, 1e10, 1e20, 1e30, -1e10}) {
+        tensor<float, 3, 19> x;
+        tensor<double, 3, 19> xd;
+        for (std::size_t i = 0; i < 3; ++i)
+            for (std::size_t j = 0; j < 19; ++j) xd(i, j) = j == 5 + i ? big : big - std::abs(big) * 0.01 * double(j + 1), x(i, j) = float(xd(i, j));
+        const auto p = attend::eval(attend::softmax(x));
+        const auto q = attend::eval(attend::softmax<0>(attend::transpose(x)));
+        const auto pd = attend::eval(attend::softmax(xd));
+        for (std::size_t i = 0; i < 3; ++i)
+            for (std::size_t j = 0; j < 19; ++j) {
+                const double want = j == 5 + i ? 1.0 : 0.0;  // every other value is far below the maximum
+                BOOST_TEST(p(i, j) == want, big << " row " << i << " column " << j << ": " << p(i, j));
+                BOOST_TEST(q(j, i) == want, big << " column " << i << " row " << j << ": " << q(j, i));
+                BOOST_TEST(pd(i, j) == want, big << " double row " << i << " column " << j << ": " << pd(i, j));
+            }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(views) {
     tensor<float, 2, 3, 5> x;
     ref::fill(x, 61);

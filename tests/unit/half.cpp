@@ -236,6 +236,17 @@ BOOST_AUTO_TEST_CASE(double_rounds_once) {
     BOOST_TEST(f16(65520.0).to_bits() == 0x7C00);
     BOOST_TEST(bf16(-0.0).to_bits() == 0x8000);
     BOOST_TEST(bf16(3).to_bits() == 0x4040);  // integers too
+    // cast<> of a double expression rounds once too, in the vector body and the scalar tail
+    tensor<double, 17> d;
+    for (std::size_t i = 0; i < 17; ++i) d(i) = i % 2 ? 65519.999 : above_tie;
+    const tensor<bf16, 17> b = attend::cast<bf16>(d * 1.0);
+    const tensor<f16, 17> h = attend::cast<f16>(d);
+    for (std::size_t i = 0; i < 17; ++i) {
+        BOOST_TEST(b(i).to_bits() == bf16(d(i)).to_bits(), "element " << i);
+        BOOST_TEST(h(i).to_bits() == f16(d(i)).to_bits(), "element " << i);
+    }
+    BOOST_TEST(h(1).to_bits() == 0x7BFF);
+    BOOST_TEST(b(0).to_bits() == 0x3F81);
 }
 
 // ---- expressions ---------------------------------------------------------------------------

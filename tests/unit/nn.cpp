@@ -22,6 +22,9 @@ struct projection {
 struct model {
     BOOST_HANA_DEFINE_STRUCT(model, (projection, head), (tensor<float, D, E>, w_o), (tensor<float, E>, bias));
 };
+struct wide {  // double weights beyond float's range are finite
+    BOOST_HANA_DEFINE_STRUCT(wide, (tensor<double, 3>, d));
+};
 static_assert(attend::nn::parameter_count<model>() == 3 * E * D + D * E + E);
 static_assert(attend::nn::byte_size<model>() == 4 * (3 * E * D + D * E + E));
 
@@ -105,10 +108,23 @@ BOOST_AUTO_TEST_CASE(bad_input_leaves_the_model_untouched) {
     f = std::fopen(path.c_str(), "wb");
     std::fwrite(longer.data(), 1, longer.size(), f);
     std::fclose(f);
-    BOOST_TEST((attend::nn::load_file(*m, path.c_str()).status == attend::nn::status::too_long));
+    r = attend::nn::load_file(*m, path.c_str());
+    BOOST_TEST((r.status == attend::nn::status::too_long));
+    BOOST_TEST(r.message.find("is longer than the model's 544 bytes") != std::string::npos, r.message);
     std::remove(path.c_str());
     BOOST_TEST((attend::nn::load_file(*m, "/nonexistent/attend.bin").status == attend::nn::status::cannot_open));
     BOOST_TEST(same(*m, *before));
+
+    // A double beyond float's range is finite; a double inf is not.
+    wide w0{}, w1{};
+    w0.d(0) = 1e300, w0.d(1) = -1e300, w0.d(2) = 5e-324;
+    std::vector<std::byte> wb(attend::nn::byte_size<wide>());
+    attend::nn::save(w0, wb);
+    BOOST_TEST(bool(attend::nn::load(w1, wb, attend::nn::validation::finite)));
+    BOOST_TEST(w1.d(0) == 1e300);
+    w0.d(2) = std::numeric_limits<double>::infinity();
+    attend::nn::save(w0, wb);
+    BOOST_TEST((attend::nn::load(w1, wb, attend::nn::validation::finite).status == attend::nn::status::non_finite));
 
     // Too small a buffer to save into.
     std::vector<std::byte> small(10);

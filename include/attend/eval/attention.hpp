@@ -217,6 +217,7 @@ __attribute__((always_inline)) inline void online_softmax(F* const st, const Vb 
     for (std::size_t c = 0; c < NVq; ++c) {
         const Vb mn = simd::maximum(m[c], mt[c] * L8);
         shift[c] = simd::select<Vb>(mn == Vb(-std::numeric_limits<F>::infinity()), Vb(F(0)), mn);
+        check_shift(simd::reduce_max(simd::maximum(shift[c], -shift[c])));
         alpha[c] = simd::exp2_eighths(m[c] - shift[c]);
         m[c] = mn;
         sum[c] = Vb(F(0));

@@ -142,6 +142,16 @@ inline void decode_tree(const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st, F*
     }
 }
 
+// The online softmax keeps its running maximum m8 in units of 8 log2(e), rounded: every term of a
+// tile carries 2^(that rounding / 8), which cancels until it leaves F's range. Past |m8| of
+// 2^(digits + 9) (scores near 7e8 in float) it could, and the output would be silently wrong:
+// the program stops instead (softmax() handles such values; docs/numerics.md).
+template <class F>
+inline void check_shift(F m8) noexcept {
+    if (std::abs(m8) > F(std::ldexp(1.0, std::numeric_limits<F>::digits + 9)) && std::abs(m8) != std::numeric_limits<F>::infinity())
+        check::stop("attention", "a score beyond what the online softmax's shift can hold (|score| > 7e8 in float, 8e17 in double)");
+}
+
 // Online softmax of each query's row: P in place of S, the new maxima and sums, and the factor
 // alpha that rescales what the rows held before.
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, class F>
@@ -151,6 +161,7 @@ inline void decode_softmax(F* st, const F* mx, const decode_state<F, NQ, DV>& s,
     for (std::size_t i = 0; i < NQ; ++i) {
         const F mn = std::max(s.m[i], mx[i] * L8);
         const F shift = mn == ninf ? F(0) : mn;
+        check_shift(shift);
         alpha[i] = s.m[i] == ninf ? F(0) : std::exp2((s.m[i] - shift) / 8);
         s.m[i] = mn;
         const B sh(shift);
@@ -282,6 +293,14 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
     else groups.template operator()<false>();
 }
 
+// P (NQ rows of KB, BN apart) rounded to bf16 for the pair products. (A function template, so
+// that a double nest, which never calls it, does not check it either: clang++ did.)
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, class F>
+inline void round_p_pairs(const F* st, bf16* pp) noexcept {
+    for (std::size_t i = 0; i < NQ; ++i)
+        for (std::size_t j = 0; j < KB; j += simd::lanes<B>) simd::round_for_pairs(st + i * BN + j, pp + i * BN + j);
+}
+
 // O = alpha O + P V_tile as pair dot products along the keys (decode_pairs): P rounded to bf16
 // (pp, rows BN apart), two V rows interleaved in registers (simd::unpack_rows) against each
 // query's two probabilities; the sums run in the unpacked lane order through the tile
@@ -324,6 +343,8 @@ inline void decode_pv_pairs(const bf16* pp, const bf16* v, std::size_t ldv, cons
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NV; c += 2) simd::store_unpacked(o + (i0 + r) * DV + c * W, acc[r][c], acc[r][c + 1]);
     };
+    // (the same as decode_pv_rows': a shared helper measured 0.8 % slower in the float path, g++
+    // inlining it differently, as on 2026-11-26 afternoon)
     auto groups = [&]<bool Whole>() {
         std::size_t i0 = 0;
         for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG, Whole>(i0);
@@ -442,6 +463,7 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
             // loads issue while it runs. A NaN score does not move the maximum.
             const B mn = simd::maximum(m[i], simd::max_across(simd::running_max(B(ninf), sv)) * B(L8));
             const B shift = simd::select<B>(mn == B(ninf), B(F(0)), mn);
+            check_shift(shift.get(0));  // (every lane holds it)
             const B alpha = simd::exp2_eighths(m[i] - shift);  // 0 while m is -inf
             m[i] = mn;
             p[i] = simd::exp_shifted(sv, shift);
@@ -579,13 +601,12 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
         const auto [vr, ldv] = rows.template operator()<false, DV, v_blocks && streamed<Vl, F, 0>>(v, ob, vpack);
-        if constexpr (v_blocks && pairs)
-            for (std::size_t i = 0; i < NQ; ++i)  // P rounded to bf16
-                for (std::size_t j = 0; j < KB; j += G::W) simd::round_for_pairs(st + i * BN + j, ppairs + i * BN + j);
-        if constexpr (v_blocks && pairs)
+        if constexpr (v_blocks && pairs) {
+            round_p_pairs<B, NQ, KB, BN>(st, ppairs);
             with_rows_ahead<false, F, may_ahead, query_groups<B, DV, NQ>>(v, ob, j0 + KB, next_whole, [&, vr = vr, ldv = ldv](auto v_next) {
                 decode_pv_pairs<B, NQ, KB, BN, DV>(ppairs, vr, ldv, alpha, s.o, v_next, live);
             });
+        }
         else if constexpr (v_blocks)
             with_rows_ahead<false, F, may_ahead, query_groups<B, DV, NQ>>(v, ob, j0 + KB, next_whole, [&, vr = vr, ldv = ldv](auto v_next) {
                 decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, v_next, live);

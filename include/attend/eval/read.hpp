@@ -279,6 +279,15 @@ inline auto convert(const V& v) noexcept {
     }
 }
 
+// An operand value of type FA brought to the cast's compute type F: a double on its way to a
+// 16-bit U goes to float rounded to odd (half_bits::to_odd_float), so that rounding it to U is
+// rounding the double once.
+template <class U, class F, class FA>
+inline F cast_source(FA x) noexcept {
+    if constexpr (is_half<U> && std::is_same_v<F, float> && std::is_same_v<FA, double>) return half_bits::to_odd_float(x);
+    else return static_cast<F>(convert<F, FA>(x));
+}
+
 template <class B, class U, class A, class Pos>
 inline auto read(const cast_node<U, A>& node, const Pos& p) noexcept {
     using F = simd::value_t<B>;
@@ -287,13 +296,12 @@ inline auto read(const cast_node<U, A>& node, const Pos& p) noexcept {
         if constexpr (std::is_same_v<FA, F>) {
             return convert<U, B>(read<B>(node.arg, p));
         } else {  // scalar tail in another precision
-            return convert<U, B>(static_cast<F>(convert<F, FA>(read<FA>(node.arg, p))));
+            return convert<U, B>(cast_source<U, F>(read<FA>(node.arg, p)));
         }
     } else {
         // The operand runs in its own precision, lane by lane (rare: casts across float/double).
         alignas(64) F tmp[simd::lanes<B>];
-        for (std::size_t l = 0; l < simd::lanes<B>; ++l)
-            tmp[l] = static_cast<F>(convert<F, FA>(read<FA>(node.arg, p.advanced(l))));
+        for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = cast_source<U, F>(read<FA>(node.arg, p.advanced(l)));
         return convert<U, B>(B::load_aligned(tmp));
     }
 }

@@ -199,6 +199,31 @@ inline V softmax_shift(const V& m) {  // the shift in units of 8 log2(e), 0 for 
     using F = simd::value_t<V>;
     return simd::select<V>(m == V(-std::numeric_limits<F>::infinity()), V(0), m * V(simd::log2e_x8<F>));
 }
+// exp(x - m) for a slice whose maximum is m (lanes: a slice each). The shift m * 8 log2(e) rounds
+// to a float, and every term of the slice carries 2^(that rounding / 8), which cancels in the sum
+// until it leaves float's range: beyond a rounding of 32 (|m| past ~2e9 in float) a slice takes
+// exp(x - m) instead (simd::exp), so that softmax([1e10, 7.5e9]) is [1, 0], not [0, 0].
+template <class V>
+struct softmax_exp {
+    V m, shift;
+    bool exact;
+    explicit softmax_exp(const V& mx) : shift(softmax_shift(mx)) {
+        using F = simd::value_t<V>;
+        m = simd::select<V>(mx == V(-std::numeric_limits<F>::infinity()), V(0), mx);
+        if constexpr (simd::is_batch<V>) {
+            const V off = simd::fma(m, V(simd::log2e_x8<F>), -shift);  // the shift's rounding, exactly
+            exact = xsimd::any(off > V(32) || off < V(-32));
+        } else {
+            const F off = std::fma(m, simd::log2e_x8<F>, -shift);
+            exact = off > 32 || off < -32;
+        }
+    }
+    template <class X>
+    X operator()(const X& x) const {
+        return exact ? simd::exp(x - X(m)) : simd::exp_shifted(x, X(shift));
+    }
+};
+
 template <class V>
 inline V softmax_scale(const V& s) {  // 1 / sum, 0 for an all -inf slice
     return simd::select<V>(s == V(0), V(0), V(1) / s);
@@ -220,11 +245,11 @@ inline void softmax_row(const Arg& arg, nd_pos<R> p, T* row) {
         p.idx[R - 1] = j;
         m = simd::maximum(m, read<F>(arg, p));
     }
-    const F shift = softmax_shift(m);
+    const softmax_exp<F> ex(m);
     const B sv = fold_row<B, n>(
         simd::splat<B>(0),
         [&](std::size_t j) {
-            const B e = simd::exp_shifted(lanes(j), B(shift));
+            const B e = ex(lanes(j));
             simd::store(row + j, e);
             return e;
         },
@@ -232,7 +257,7 @@ inline void softmax_row(const Arg& arg, nd_pos<R> p, T* row) {
     F s = simd::reduce_add(sv);
     for (std::size_t j = NV; j < n; ++j) {
         p.idx[R - 1] = j;
-        const F e = simd::exp_shifted(read<F>(arg, p), shift);
+        const F e = ex(read<F>(arg, p));
         row[j] = static_cast<T>(e);
         s += e;
     }
@@ -250,11 +275,11 @@ inline void softmax_column(const Arg& arg, nd_pos<R> p, T* first) {
         p.idx[Axis] = k;
         m = simd::maximum(m, read<V>(arg, p));
     }
-    const V shift = softmax_shift(m);
+    const softmax_exp<V> ex(m);
     V s = simd::splat<V>(0);
     for (std::size_t k = 0; k < n; ++k) {
         p.idx[Axis] = k;
-        const V e = simd::exp_shifted(read<V>(arg, p), shift);
+        const V e = ex(read<V>(arg, p));
         simd::store(first + k * stride, e);
         s = s + e;
     }

@@ -39,6 +39,18 @@ constexpr bool check_attention() {
     return ok;
 }
 
+// The mask against the scores (..., NQ, NK) (Q and K valid): asserted here, so that the first
+// error names the attention.
+template <class Q, class K, class M>
+constexpr bool check_attention_mask() {
+    using Scores = typename decltype(matmul(std::declval<operand_t<Q>>(), transpose(std::declval<operand_t<K>>())))::shape_type;
+    using SM = shape_t<operand_t<M>>;
+    constexpr bool ok = check::broadcast<op::attention, SM, Scores>::ok;
+    static_assert(check::broadcast<op::attention, SM, Scores>::ok,
+                  "attend: scaled_dot_product_attention: the mask's shape does not broadcast with the scores' (..., NQ, NK)");
+    return ok;
+}
+
 template <class Q>
 inline double inverse_sqrt_dk() {
     using S = shape_t<operand_t<Q>>;
@@ -67,6 +79,8 @@ auto scaled_dot_product_attention(Q&& q, K&& k, V&& v, M&& mask) {
     if constexpr (any_invalid<operand_t<Q>, operand_t<K>, operand_t<V>, operand_t<M>>) {
         return invalid_expr{};
     } else if constexpr (!detail::check_attention<Q, K, V>()) {
+        return invalid_expr{};
+    } else if constexpr (!detail::check_attention_mask<Q, K, M>()) {
         return invalid_expr{};
     } else {
         const double scale = detail::inverse_sqrt_dk<Q>();

@@ -166,11 +166,28 @@ constexpr auto where(C&& c, A&& a, B&& b) {
     }
 }
 
+namespace op {
+struct masked_fill {};  // names masked_fill in its diagnostics (it builds a where)
+}  // namespace op
+
 // masked_fill(x, mask, value): `value` where mask is true (true = ignore that position), else x.
+// Its own checks first, so that a bad mask's first error names masked_fill, not where.
 template <class X, class M, class V>
     requires elementwise_operands<X, M, V>
 constexpr auto masked_fill(X&& x, M&& mask, V&& value) {
-    return where(std::forward<M>(mask), std::forward<V>(value), std::forward<X>(x));
+    using LX = operand_t<X>;
+    using LM = operand_t<M>;
+    if constexpr (any_invalid<LX, LM, operand_t<V>>) {
+        return invalid_expr{};
+    } else {
+        constexpr bool fits = check::broadcast<op::masked_fill, typename LM::shape_type, typename LX::shape_type>::ok;
+        constexpr bool is_bool = std::is_same_v<typename LM::value_type, bool>;
+        static_assert(check::broadcast<op::masked_fill, typename LM::shape_type, typename LX::shape_type>::ok,
+                      "attend: masked_fill: the mask's shape does not broadcast with x's");
+        static_assert(is_bool, "attend: masked_fill: the mask must be a bool expression");
+        if constexpr (fits && is_bool) return where(std::forward<M>(mask), std::forward<V>(value), std::forward<X>(x));
+        else return invalid_expr{};
+    }
 }
 
 template <class U, class A>

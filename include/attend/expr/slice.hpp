@@ -52,9 +52,13 @@ inline constexpr bool is_view_of_memory = [] {
 
 [[noreturn]] inline void out_of_range(const char* operation, std::size_t axis, std::size_t first, std::size_t count,
                                       std::size_t extent) {
-    char what[160];
-    std::snprintf(what, sizeof what, "positions %zu .. %zu of axis %zu are out of range (its extent is %zu)", first,
-                  first + count - 1, axis, extent);
+    char what[200];
+    if (first > std::size_t(-1) - count)  // the last position itself would wrap
+        std::snprintf(what, sizeof what, "%zu positions from %zu on axis %zu are out of range (its extent is %zu)", count, first, axis,
+                      extent);
+    else
+        std::snprintf(what, sizeof what, "positions %zu .. %zu of axis %zu are out of range (its extent is %zu)", first,
+                      first + count - 1, axis, extent);
     check::stop(operation, what);
 }
 }  // namespace detail

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <type_traits>
 #include <utility>
 
@@ -172,6 +173,11 @@ constexpr auto rope(X&& x, const rotary_table<HeadDim, Capacity>& table, std::si
                   "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
     constexpr std::size_t NT = S::extents[S::rank - 2], P = HeadDim / 2;
     static_assert(NT <= Capacity, "attend::nn::rope: more tokens than the rotary table has positions");
+    if (pos > Capacity - NT) {  // named here, not as the slice below
+        char what[160];
+        std::snprintf(what, sizeof what, "%zu tokens from position %zu are past the rotary table's %zu positions", NT, pos, Capacity);
+        check::stop("nn::rope", what);
+    }
     auto xr = reshape_as<detail::rotary_pairs<HeadDim, S>>(std::forward<X>(x));
     auto c = reshape<NT, 1, P, 2>(slice<0, NT>(table.cos_pair, pos));
     auto s = reshape<NT, 1, P, 2>(slice<0, NT>(table.sin_pair, pos));

@@ -139,8 +139,8 @@ result load(W& model, std::span<const std::byte> bytes, validation check = valid
         detail::for_each_weight(model, [&](const std::string& name, auto& t) {
             using T = typename std::remove_cvref_t<decltype(t)>::value_type;
             for (std::size_t k = 0; k < t.size; ++k, at += sizeof(T))
-                if constexpr (std::is_floating_point_v<T> || is_half<T>)
-                    if (bad && !std::isfinite(static_cast<float>(detail::decode<T>(bytes.data() + at))))
+                if constexpr (std::is_floating_point_v<T> || is_half<T>)  // (16-bit values tested as float)
+                    if (bad && !std::isfinite(static_cast<std::conditional_t<is_half<T>, float, T>>(detail::decode<T>(bytes.data() + at))))
                         bad = {status::non_finite, "attend::nn::load: " + name + "[" + std::to_string(k) + "] is not finite"};
         });
         if (!bad) return bad;
@@ -180,13 +180,15 @@ result load_file(W& model, const char* path, validation check = validation::none
     constexpr std::size_t need = byte_size<W>();
     std::vector<std::byte> bytes(need + 1);  // one more: a longer file is detected, not truncated
     const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), f);
+    const int error = errno;
     const bool failed = std::ferror(f) != 0;
     std::fclose(f);
-    if (failed) return {status::read_failed, std::string("attend::nn::load_file: reading ") + path + " failed"};
-    if (got != need)
-        return {got < need ? status::too_short : status::too_long,
-                std::string("attend::nn::load_file: ") + path + (got < need ? " is truncated: " + std::to_string(got) : std::string(" is longer than")) +
-                    " bytes, the model has " + std::to_string(need)};
+    if (failed) return {status::read_failed, std::string("attend::nn::load_file: reading ") + path + " failed: " + std::strerror(error)};
+    if (got < need)
+        return {status::too_short, std::string("attend::nn::load_file: ") + path + " is truncated: " + std::to_string(got) +
+                                       " bytes, the model has " + std::to_string(need)};
+    if (got > need)
+        return {status::too_long, std::string("attend::nn::load_file: ") + path + " is longer than the model's " + std::to_string(need) + " bytes"};
     return load(model, std::span<const std::byte>(bytes.data(), need), check);
 }
 
