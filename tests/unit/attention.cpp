@@ -219,7 +219,8 @@ void check_decode() {
     auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
     auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
     const double scale = 1 / std::sqrt(double(D));
-    const auto k0 = std::make_unique<tensor<float, HKV, NMAX, D>>(*k), v0 = std::make_unique<tensor<float, HKV, NMAX, DV>>(*v);
+    const auto k0 = std::make_unique<tensor<float, HKV, NMAX, D>>(*k);
+    const auto v0 = std::make_unique<tensor<float, HKV, NMAX, DV>>(*v);
     for (int len : {0, 1, 15, 16, 17, 40, 100, 255, 256, 257, 519, 520}) {
         *k = *k0, *v = *v0;
         for (std::size_t b = 0; b < HKV; ++b)

@@ -354,7 +354,7 @@ inline void decode_pv_pairs(const bf16* pp, const bf16* v, std::size_t ldv, cons
     else groups.template operator()<false>();
 #else
     static_assert(sizeof(B) == 0, "attend internal: decode_pv_pairs needs AVX-512 BF16");
-    (void)pp, (void)v, (void)ldv, (void)alpha, (void)o, (void)v_next;
+    (void)pp, (void)v, (void)ldv, (void)alpha, (void)o, (void)v_next, (void)live;
 #endif
 }
 
