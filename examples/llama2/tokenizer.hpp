@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <queue>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -62,9 +63,57 @@ inline int lookup(const tokenizer& t, std::string_view piece) {
     return it == t.ids.end() ? -1 : it->second;
 }
 
+// Merges adjacent tokens in run.c's order — the pair whose merged piece scores highest (above
+// run.c's floor of -1e10), the leftmost among equal scores — until no pair merges. Tokens sit in
+// a linked list and candidate pairs in a heap keyed by (score, left position); an entry whose
+// tokens have since changed is skipped when it surfaces. O(n log n), where run.c rescans all
+// pairs after every merge (O(n^2); docs/performance.md has the times).
+inline void merge_pairs(const tokenizer& t, std::vector<int>& tokens) {
+    const std::size_t n = tokens.size(), none = n;
+    std::vector<std::size_t> next(n), prev(n);
+    for (std::size_t k = 0; k < n; ++k) next[k] = k + 1, prev[k] = k == 0 ? none : k - 1;
+    struct candidate {
+        float score;
+        std::size_t left, right;
+        int a, b, merged;  // the tokens the merge was found for, and their merge
+        bool operator<(const candidate& o) const {  // heap top: highest score, then leftmost
+            return score < o.score || (score == o.score && left > o.left);
+        }
+    };
+    std::priority_queue<candidate> heap;
+    std::string pair;
+    auto offer = [&](std::size_t left, std::size_t right) {
+        if (left == none || right == none) return;
+        pair = t.pieces[std::size_t(tokens[left])];
+        pair += t.pieces[std::size_t(tokens[right])];
+        const int id = lookup(t, pair);
+        if (id >= 0 && t.scores[std::size_t(id)] > -1e10f)  // run.c's first best score; NaN never wins
+            heap.push({t.scores[std::size_t(id)], left, right, tokens[left], tokens[right], id});
+    };
+    for (std::size_t k = 0; k + 1 < n; ++k) offer(k, k + 1);
+    std::vector<bool> gone(n, false);
+    while (!heap.empty()) {
+        const candidate c = heap.top();
+        heap.pop();
+        if (gone[c.left] || next[c.left] != c.right || tokens[c.left] != c.a || tokens[c.right] != c.b)
+            continue;  // stale: a side merged since
+        tokens[c.left] = c.merged;
+        gone[c.right] = true;
+        next[c.left] = next[c.right];
+        if (next[c.left] != none) prev[next[c.left]] = c.left;
+        offer(prev[c.left], c.left);
+        offer(c.left, next[c.left]);
+    }
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < n; ++k)
+        if (!gone[k]) tokens[kept++] = tokens[k];
+    tokens.resize(kept);
+}
+
 // run.c's encoding: BOS (1) if asked; a dummy-prefix space for non-empty text; each UTF-8 code
 // point as its token, else its bytes as byte tokens (byte + 3); then merges of adjacent tokens,
-// the best score first (the leftmost among equals), until none applies; EOS (2) if asked.
+// the best score first (the leftmost among equals), until none applies (merge_pairs); EOS (2)
+// if asked.
 inline std::vector<int> encode(const tokenizer& t, std::string_view text, bool bos, bool eos) {
     std::vector<int> tokens;
     if (bos) tokens.push_back(1);
@@ -83,24 +132,7 @@ inline std::vector<int> encode(const tokenizer& t, std::string_view text, bool b
         }
         i += n;
     }
-    std::string pair;
-    for (;;) {
-        float best = -1e10f;
-        int best_id = -1;
-        std::size_t best_at = 0;
-        for (std::size_t k = 0; k + 1 < tokens.size(); ++k) {  // BOS included, as in run.c
-            pair = t.pieces[std::size_t(tokens[k])] + t.pieces[std::size_t(tokens[k + 1])];
-            const int id = lookup(t, pair);
-            if (id >= 0 && t.scores[std::size_t(id)] > best) {
-                best = t.scores[std::size_t(id)];
-                best_id = id;
-                best_at = k;
-            }
-        }
-        if (best_id < 0) break;
-        tokens[best_at] = best_id;
-        tokens.erase(tokens.begin() + std::ptrdiff_t(best_at) + 1);
-    }
+    merge_pairs(t, tokens);
     if (eos) tokens.push_back(2);
     return tokens;
 }

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <random>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -80,6 +81,35 @@ void check_logits(const std::string& name, double tol = 1e-4) {
     BOOST_TEST_MESSAGE(name << ": largest relative logit error " << worst);
 }
 
+// run.c's merge loop as it is written: rescan every adjacent pair after each merge, take the
+// highest score above -1e10, the first among equals. The reference for llama2::merge_pairs.
+std::vector<int> merge_like_run_c(const llama2::tokenizer& t, std::vector<int> tokens) {
+    for (;;) {
+        float best = -1e10f;
+        int best_id = -1;
+        std::size_t best_at = 0;
+        for (std::size_t k = 0; k + 1 < tokens.size(); ++k) {
+            const int id = llama2::lookup(t, t.pieces[std::size_t(tokens[k])] + t.pieces[std::size_t(tokens[k + 1])]);
+            if (id >= 0 && t.scores[std::size_t(id)] > best) best = t.scores[std::size_t(id)], best_id = id, best_at = k;
+        }
+        if (best_id < 0) return tokens;
+        tokens[best_at] = best_id;
+        tokens.erase(tokens.begin() + std::ptrdiff_t(best_at) + 1);
+    }
+}
+
+// A tokenizer held in memory: pieces and their scores.
+llama2::tokenizer make_tokenizer(std::vector<std::string> pieces, std::vector<float> scores) {
+    llama2::tokenizer t;
+    t.pieces = std::move(pieces);
+    t.scores = std::move(scores);
+    for (std::size_t i = 0; i < t.pieces.size(); ++i) {
+        t.ids.emplace(t.pieces[i], int(i));
+        t.max_token_length = std::max(t.max_token_length, int(t.pieces[i].size()));
+    }
+    return t;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(stories15M_logits) { check_logits<llama2::stories15M>("stories15M"); }
@@ -119,6 +149,45 @@ BOOST_AUTO_TEST_CASE(tokenizer_encodes_as_run_c) {
         ++n;
     }
     BOOST_TEST(n >= 10);
+}
+
+// The heap-ordered merge (O(n log n)) takes run.c's merges in run.c's order: against run.c's
+// loop on random texts over a vocabulary full of equal scores (where the leftmost pair must win),
+// scores at and below run.c's floor of -1e10, NaN scores and an empty piece.
+BOOST_AUTO_TEST_CASE(merges_in_run_c_order) {
+    std::vector<std::string> pieces{"<unk>", "<s>", "</s>"};
+    std::vector<float> scores{0, 0, 0};
+    const std::string letters = "abcd ";
+    for (char c : letters) pieces.push_back(std::string(1, c)), scores.push_back(-1e6f);
+    std::mt19937 rng(5);
+    const float levels[] = {-1, -2, -3, -1e10f, -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), -2.5f};
+    auto random_text = [&](std::size_t n) {
+        std::string s;
+        for (std::size_t k = 0; k < n; ++k) s += letters[rng() % letters.size()];
+        return s;
+    };
+    while (pieces.size() < 200) {  // pieces of 2 to 6 letters, scores from a few levels: many ties
+        const std::string p = random_text(2 + rng() % 5);
+        if (std::find(pieces.begin(), pieces.end(), p) != pieces.end()) continue;
+        pieces.push_back(p);
+        scores.push_back(levels[rng() % std::size(levels)]);
+    }
+    pieces.push_back(""), scores.push_back(-0.5f);  // an empty piece merges into its neighbour
+    const llama2::tokenizer t = make_tokenizer(pieces, scores);
+    int merged = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+        const std::string text = random_text(1 + rng() % 120);
+        std::vector<int> singles{1};
+        for (char c : text) singles.push_back(llama2::lookup(t, std::string(1, c)));
+        if (trial % 7 == 0) singles.insert(singles.begin() + 1 + std::ptrdiff_t(rng() % text.size()), int(pieces.size() - 1));
+        const std::vector<int> want = merge_like_run_c(t, singles);
+        std::vector<int> got = singles;
+        llama2::merge_pairs(t, got);
+        BOOST_TEST(got == want, "merges of \"" << text << "\"");
+        merged += int(singles.size() - want.size());
+    }
+    BOOST_TEST(merged > 1000);  // the texts did merge, many times
 }
 
 // Top-p sampling where the cutoff drops every token (a flat distribution and a tiny top-p; NaN
