@@ -58,22 +58,42 @@ constexpr float to_float_f16(std::uint16_t h) noexcept {
     return std::bit_cast<float>(sign | std::bit_cast<std::uint32_t>(sub));
 }
 
-// double -> float rounded to odd (truncate, then set the last bit if anything was dropped). With
-// 24 bits against bf16's 8 and f16's 11, rounding that to nearest even gives the double's
-// correctly rounded value: no double rounding.
-constexpr float to_odd_float(double d) noexcept {
+// double (or long double) -> float rounded to odd (truncate, then set the last bit if anything
+// was dropped). With 24 bits against bf16's 8 and f16's 11, rounding that to nearest even gives
+// the source's correctly rounded value: no double rounding. (Every float is exact in D, so the
+// comparisons are.)
+template <class D>
+constexpr float to_odd_float(D d) noexcept {
     const float f = static_cast<float>(d);
-    const double back = f;
+    const D back = f;
     if (back == d || d != d) return f;
     std::uint32_t b = std::bit_cast<std::uint32_t>(f);
     if ((back < 0 ? -back : back) > (d < 0 ? -d : d)) b -= 1;  // one step toward zero
     return std::bit_cast<float>(b | 1u);
 }
 
+// An integer -> float rounded to odd, on its bits (a 64-bit integer may not pass through double
+// exactly): its leading 24 bits, the last one set if any bit below them is.
+template <class I>
+constexpr float integer_to_odd_float(I x) noexcept {
+    using U = std::make_unsigned_t<I>;
+    bool negative = false;
+    if constexpr (std::is_signed_v<I>) negative = x < 0;
+    const U u = negative ? static_cast<U>(U(0) - static_cast<U>(x)) : static_cast<U>(x);
+    const int drop = std::bit_width(u) > 24 ? std::bit_width(u) - 24 : 0;
+    U kept = u >> drop;
+    if (drop > 0 && (u & ((U(1) << drop) - 1)) != 0) kept |= 1;
+    const float scale = std::bit_cast<float>(static_cast<std::uint32_t>(127 + drop) << 23);  // 2^drop, exact
+    const float f = static_cast<float>(kept) * scale;  // kept < 2^24: exact, and so is the product
+    return negative ? -f : f;
+}
+
 template <class T>
 constexpr float narrowing_source(T x) noexcept {
     if constexpr (std::is_same_v<T, float>) return x;
-    else return to_odd_float(static_cast<double>(x));
+    else if constexpr (std::is_same_v<T, bool>) return x ? 1.0f : 0.0f;
+    else if constexpr (std::is_integral_v<T>) return integer_to_odd_float(x);
+    else return to_odd_float(x);
 }
 
 }  // namespace half_bits

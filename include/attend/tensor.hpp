@@ -58,9 +58,9 @@ public:
 
     constexpr tensor() noexcept : data_{} {}
 
-    // Flat row-major braced initialisation: tensor<float, 2, 2>{1, 2, 3, 4}.
+    // Flat row-major braced initialisation: tensor<float, 2, 2>{1, 2, 3, 4}, tensor<bf16, 2>{bf16(1), bf16(2)}.
     template <class... V>
-        requires(sizeof...(V) > 0 && (std::is_arithmetic_v<V> && ...))
+        requires(sizeof...(V) > 0 && ((std::is_arithmetic_v<V> || std::is_same_v<V, T>) && ...))
     constexpr tensor(V... v) noexcept : data_{static_cast<T>(v)...} {
         static_assert(sizeof...(V) == size, "attend::tensor: a braced initialiser gives exactly `size` values");
     }

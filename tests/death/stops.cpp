@@ -42,6 +42,23 @@ int main(int argc, char** argv) {
         const attend::tensor<float, 2, 1> k{1e10f, 7.5e9f}, v{3.0f, 5.0f};
         attend::tensor<float, 1, 1> o = attend::scaled_dot_product_attention(q, k, v);  // once 0, silently
         std::printf("%g\n", double(o(0, 0)));
+    } else if (std::strcmp(which, "attention_overflowing_scores") == 0) {
+        attend::tensor<float, 20, 1> q;  // the prefill nest; a score of 5e37 overflows 8 log2(e) x score
+        for (std::size_t n = 0; n < 20; ++n) q.data()[n] = 1.0f;
+        const attend::tensor<float, 2, 1> k{5e37f, 1.0f}, v{3.0f, 5.0f};
+        attend::tensor<float, 20, 1> o = attend::scaled_dot_product_attention(q, k, v);  // once 0, silently
+        std::printf("%g\n", double(o(0, 0)));
+    } else if (std::strcmp(which, "take_unsigned") == 0) {
+        const attend::tensor<std::uint64_t, 2> ids{0, ~std::uint64_t(0)};  // printed as itself, not as -1
+        attend::tensor<float, 2, 4> e = attend::take<0>(table, ids);
+        std::printf("%g\n", double(e(0, 0)));
+    } else if (std::strcmp(which, "lse_overlap") == 0) {
+        static attend::tensor<float, 2, 3, 4> qk;  // lse written over the queries' memory
+        const attend::tensor_ref<float, 3, 4> q(qk.data()), k(qk.data() + 12);
+        attend::tensor_ref<float, 3> lse(qk.data());
+        attend::tensor<float, 3, 4> out;
+        attend::eval_with_lse(out, lse, attend::scaled_dot_product_attention(q, k, k));
+        std::printf("%g\n", double(out(0, 0)));
     } else if (std::strcmp(which, "slice_wrapping") == 0) {
         attend::tensor<float, 3, 2, 5> w = attend::slice<1, 2>(cache, std::size_t(-1));
         std::printf("%g\n", double(w(0, 0, 0)));

@@ -199,6 +199,78 @@ BOOST_AUTO_TEST_CASE(masked_rows_give_zeros_and_never_nan) {
     }
 }
 
+// Index masks whose values round in float: the interval analysis that skips key tiles and cuts
+// P V bounds what the nest computes in float, not exact arithmetic (20 * 0.1f is 2.0f, exactly
+// 2.00000003; 3 * 0.1f rounds up to 0.3f). Integer masks stay decided, so their tiles are skipped.
+template <std::size_t NQ, std::size_t NK, class Mask, class Masked>
+void check_rounding_mask(Mask mask, Masked masked) {
+    constexpr std::size_t D = 32;
+    auto q = std::make_unique<tensor<float, NQ, D>>();
+    auto k = std::make_unique<tensor<float, NK, D>>();
+    auto v = std::make_unique<tensor<float, NK, D>>();
+    ref::fill(*q, 31);
+    ref::fill(*k, 32);
+    ref::fill(*v, 33);
+    auto e = attend::scaled_dot_product_attention(*q, *k, *v, mask);
+    static_assert(attend::plan_of<decltype(e)> == attend::plan::attention);
+    tensor<float, NQ, D> out = e;
+    expect_close(out, reference(1, NQ, NK, D, D, [&](auto, auto i, auto d) { return double((*q)(i, d)); },
+                                [&](auto, auto j, auto d) { return double((*k)(j, d)); },
+                                [&](auto, auto j, auto d) { return double((*v)(j, d)); },
+                                [&](auto, auto, auto j, double x) { return masked(j) ? ninf : x / std::sqrt(double(D)); }), 2e-5);
+}
+
+BOOST_AUTO_TEST_CASE(index_masks_that_round_in_float) {
+    auto above = [](std::size_t j) { return float(j) * 0.1f > 2.0f; };   // key 20 live
+    auto from = [](std::size_t j) { return float(j) * 0.1f >= 0.3f; };   // key 3 masked
+    check_rounding_mask<1, 64>(attend::iota<1, 1, 64>() * 0.1f > 2.0f, above);     // decode
+    check_rounding_mask<40, 64>(attend::iota<1, 40, 64>() * 0.1f > 2.0f, above);   // prefill
+    check_rounding_mask<1, 4>(attend::iota<1, 1, 4>() * 0.1f >= 0.3f, from);
+    check_rounding_mask<40, 4>(attend::iota<1, 40, 4>() * 0.1f >= 0.3f, from);
+    // Integer masks stay exact: a causal tile and a cache length are decided, not "maybe".
+    namespace d = attend::detail;
+    const auto i = attend::iota<0, 512, 512>();
+    const auto j = attend::iota<1, 512, 512>();
+    const d::box<2> upper{{0, 256}, {255, 511}}, lower{{256, 0}, {511, 255}};
+    BOOST_TEST(d::bounds(j > i, upper).lo == 1.0);  // every key after its query: skipped
+    BOOST_TEST(d::bounds(j > i, lower).hi == 0.0);  // none: no mask work
+    BOOST_TEST(d::bounds(j >= 256, upper).lo == 1.0);
+    BOOST_TEST(d::bounds(j + 3 > i * 2 - 1, lower).hi == 0.0);
+    BOOST_TEST(d::bounds(j * 0.1f > 2.0f, d::box<2>{{0, 0}, {0, 20}}).hi == 1.0);  // 20 * 0.1f: maybe
+}
+
+// A padding mask of a large finite value (-1e9, -FLT_MAX, as model code often writes it) works as
+// -inf does: the running maximum of such scores counts as -inf (their exp(s - max) is 0 next to
+// any other score), so keys masked so at the start of a row (left padding, whole key tiles) do
+// not stop the nest; a row of nothing else gives zeros, as a fully masked row.
+template <std::size_t NQ>
+void check_finite_padding(float fill) {
+    constexpr std::size_t NK = 600, D = 16, pad = 300;
+    auto q = std::make_unique<tensor<float, NQ, D>>();
+    auto k = std::make_unique<tensor<float, NK, D>>();
+    auto v = std::make_unique<tensor<float, NK, D>>();
+    ref::fill(*q, 41);
+    ref::fill(*k, 42);
+    ref::fill(*v, 43);
+    const auto i = attend::iota<0, NQ, NK>();
+    const auto j = attend::iota<1, NQ, NK>();
+    auto s = attend::matmul(*q, attend::transpose(*k)) * 0.25f;
+    tensor<float, NQ, D> out = attend::matmul(attend::softmax(attend::masked_fill(s, (j < pad) || (i == 0), fill)), *v);
+    expect_close(out, reference(1, NQ, NK, D, D, [&](auto, auto a, auto d) { return double((*q)(a, d)); },
+                                [&](auto, auto b, auto d) { return double((*k)(b, d)); },
+                                [&](auto, auto b, auto d) { return double((*v)(b, d)); },
+                                [&](auto, auto a, auto b, double x) { return b < pad || a == 0 ? ninf : x * 0.25; }), 2e-5);
+    for (std::size_t d = 0; d < D; ++d) BOOST_TEST(out(0, d) == 0.0f);  // query 0: every key masked
+}
+
+BOOST_AUTO_TEST_CASE(finite_padding_masks_work_as_minus_infinity) {
+    for (float fill : {-1e9f, -std::numeric_limits<float>::max()}) {
+        check_finite_padding<1>(fill);   // the stream
+        check_finite_padding<4>(fill);   // the decode stages
+        check_finite_padding<20>(fill);  // the prefill nest
+    }
+}
+
 // The decode nest (a few queries against a long cache): every query count from 1 to 17 (16 and
 // 17 take the prefill nest), GQA groups folded into the query axis, a cache of static capacity
 // filled to len = 0, 1, a key tile's edge (256) +- 1, two and four eighths of a tile (each eighth

@@ -249,6 +249,28 @@ BOOST_AUTO_TEST_CASE(double_rounds_once) {
     BOOST_TEST(b(0).to_bits() == 0x3F81);
 }
 
+// 64-bit integers and long double round once too (through double they would round twice), and a
+// 16-bit tensor takes braced values of its own type.
+BOOST_AUTO_TEST_CASE(wide_sources_round_once) {
+    const std::int64_t i = (std::int64_t{1} << 62) + (std::int64_t{1} << 54) + 1;  // just above a tie
+    BOOST_TEST(bf16(i).to_bits() == 0x5E81);
+    BOOST_TEST(bf16(-i).to_bits() == 0xDE81);
+    BOOST_TEST(bf16((std::uint64_t{1} << 63) + (std::uint64_t{1} << 55) + 1).to_bits() == 0x5F01);
+    BOOST_TEST(bf16(~std::uint64_t(0)).to_bits() == 0x5F80);                      // 2^64 - 1 rounds up to 2^64
+    BOOST_TEST(bf16(std::numeric_limits<std::int64_t>::min()).to_bits() == 0xDF00);  // -2^63 exactly
+    BOOST_TEST(f16(std::int64_t{65519}).to_bits() == 0x7BFF);
+    BOOST_TEST(f16(std::int64_t{65520}).to_bits() == 0x7C00);
+    BOOST_TEST(bf16(true).to_bits() == 0x3F80);
+    BOOST_TEST(bf16(std::uint8_t{255}).to_bits() == 0x437F);
+    const long double l = 1.0L + 0x1p-8L + 0x1p-60L;
+    if (std::numeric_limits<long double>::digits > 60) {  // (where long double holds it)
+        BOOST_TEST(bf16(l).to_bits() == 0x3F81);
+        BOOST_TEST(f16(1.0L + 0x1p-11L + 0x1p-60L).to_bits() == 0x3C01);
+    }
+    const tensor<bf16, 2> b{bf16(1.0f), bf16(2.5f)};
+    BOOST_TEST(float(b(1)) == 2.5f);
+}
+
 // ---- expressions ---------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(element_types) {
@@ -457,6 +479,24 @@ BOOST_AUTO_TEST_CASE(matmul_small_and_over_k_blocks) {
     ref::expect_all(cb, [&](const ref::index& i) { return weight_dot(*wb, i); }, 2e-5);
     tensor<float, 20, 40> ch = attend::matmul(*x20, attend::transpose(*wh));
     ref::expect_all(ch, [&](const ref::index& i) { return weight_dot(*wh, i); }, 2e-5);
+    // K below one k block and not whole vectors (the block is all of K: its widened rows, of
+    // whole vectors, once stored misaligned and crashed).
+    auto short_k = [&]<std::size_t M, std::size_t K, std::size_t N, class T>() {
+        auto xs = std::make_unique<tensor<float, M, K>>();
+        auto ws = std::make_unique<tensor<T, N, K>>();
+        ref::fill(*xs, 42);
+        ref::fill(*ws, 43);
+        tensor<float, M, N> c = attend::matmul(*xs, attend::transpose(*ws));
+        ref::expect_all(c, [&](const ref::index& i) {
+            double acc = 0;
+            for (std::size_t k = 0; k < K; ++k) acc += static_cast<double>((*xs)(i[0], k)) * static_cast<double>((*ws)(i[1], k));
+            return acc;
+        }, 2e-5);
+    };
+    short_k.template operator()<20, 17, 32, bf16>();
+    short_k.template operator()<3, 17, 32, bf16>();
+    short_k.template operator()<20, 17, 32, f16>();
+    short_k.template operator()<20, 100, 64, bf16>();
     // And a bf16 x against a float weight, residual into float.
     tensor<bf16, 1, 256> vh = attend::cast<bf16>(v);
     tensor<float, 256, 96> wf;

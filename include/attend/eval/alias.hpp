@@ -101,6 +101,19 @@ bool must_use_temporary(const T* out, const E& e) noexcept {
     return unsafe;
 }
 
+// Whether tree E, evaluated into shape S, reads any of the bytes [lo, hi) while it writes (a
+// second output of the plan, such as eval_with_lse's `lse`).
+template <class S, class E>
+bool reads_while_writing(const E& e, const void* lo, const void* hi) noexcept {
+    bool reads = false;
+    auto check = [&](const auto& leaf, reading how) {
+        if (how != reading::before && overlaps(leaf, reinterpret_cast<std::uintptr_t>(lo), reinterpret_cast<std::uintptr_t>(hi)))
+            reads = true;
+    };
+    for_each_read_of_plan<S>(e, check);
+    return reads;
+}
+
 }  // namespace detail
 }  // namespace ATTEND_ARCH_NAMESPACE
 }  // namespace attend

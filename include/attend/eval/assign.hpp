@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <type_traits>
 
@@ -116,6 +117,9 @@ void assign_strided(T* out, E&& e) {
     if constexpr (L::row_major) {
         assign<Arch, Op, S>(out, std::forward<E>(e));
     } else {
+        static_assert(config::heap_allowed || sizeof(T) * S::size <= config::stack_budget,
+                      "attend: assignment: a strided destination (a transposed or sliced view) is written through a "
+                      "contiguous temporary, which exceeds ATTEND_STACK_BUDGET while ATTEND_NO_HEAP forbids the heap");
         with_temporary<T, S::size>([&](T* tmp) {
             assign<Arch, Op, S>(tmp, std::forward<E>(e));
             std::array<std::size_t, S::rank> idx{};
@@ -154,6 +158,11 @@ void eval_with_lse(Out&& out, Lse&& lse, E&& e) {
     detail::check_run_time(node);
     if (detail::must_use_temporary<S>(out.data(), node))
         check::stop("eval_with_lse", "`out` overlaps memory the attention expression reads");
+    const auto* lse_end = lse.data() + G::shape_type::size;
+    if (detail::reads_while_writing<S>(node, lse.data(), lse_end))
+        check::stop("eval_with_lse", "`lse` overlaps memory the attention expression reads");
+    const void *o0 = out.data(), *o1 = out.data() + S::size, *l0 = lse.data(), *l1 = lse_end;
+    if (std::less<>{}(o0, l1) && std::less<>{}(l0, o1)) check::stop("eval_with_lse", "`out` and `lse` overlap");
     detail::evaluate_attention<Arch, S>(out.data(), node, lse.data());
 }
 

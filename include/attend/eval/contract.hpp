@@ -168,14 +168,14 @@ inline void pack_transposed(const T* w, F* panel) noexcept {
     if constexpr (std::is_same_v<std::remove_cv_t<T>, F>) {
         simd::transpose<NR, KC, ld, NR>(w, panel);
     } else {
-        constexpr std::size_t W = simd::lanes<B>;
-        alignas(64) F rows[NR * KC];
+        constexpr std::size_t W = simd::lanes<B>, LD = (KC + W - 1) / W * W;  // rows of whole vectors: aligned stores
+        alignas(64) F rows[NR * LD];
         for (std::size_t r = 0; r < NR; ++r) {
             std::size_t k = 0;
-            for (; k + W <= KC; k += W) simd::load<B>(w + r * ld + k).store_aligned(rows + r * KC + k);
-            for (; k < KC; ++k) rows[r * KC + k] = simd::load<F>(w + r * ld + k);
+            for (; k + W <= KC; k += W) simd::load<B>(w + r * ld + k).store_aligned(rows + r * LD + k);
+            for (; k < KC; ++k) rows[r * LD + k] = simd::load<F>(w + r * ld + k);
         }
-        simd::transpose<NR, KC, KC, NR>(rows, panel);
+        simd::transpose<NR, KC, LD, NR>(rows, panel);
     }
 }
 

@@ -143,13 +143,29 @@ inline void decode_tree(const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st, F*
 }
 
 // The online softmax keeps its running maximum m8 in units of 8 log2(e), rounded: every term of a
-// tile carries 2^(that rounding / 8), which cancels until it leaves F's range. Past |m8| of
-// 2^(digits + 9) (scores near 7e8 in float) it could, and the output would be silently wrong:
-// the program stops instead (softmax() handles such values; docs/numerics.md).
+// tile carries 2^(that rounding / 8), which cancels until it leaves F's range, past |m8| of
+// 2^(digits + 9) (scores near 7e8 in float, 8e17 in double). A tile whose largest finite score
+// lies beyond stops the program (softmax() handles such values; its product with 8 log2(e) may
+// even overflow); a running maximum below -7e8 counts as -inf: its terms exp(s - max) are 0 next
+// to any larger score, and a row of nothing else gives zeros, as a fully masked row
+// (docs/numerics.md). A padding mask of -1e9 or -FLT_MAX therefore works as -inf does.
 template <class F>
-inline void check_shift(F m8) noexcept {
-    if (std::abs(m8) > F(std::ldexp(1.0, std::numeric_limits<F>::digits + 9)) && std::abs(m8) != std::numeric_limits<F>::infinity())
-        check::stop("attention", "a score beyond what the online softmax's shift can hold (|score| > 7e8 in float, 8e17 in double)");
+inline constexpr F shift_limit = [] {
+    F x = 1;
+    for (int e = 0; e < std::numeric_limits<F>::digits + 9; ++e) x *= 2;
+    return x;
+}();
+// mx8: the tile's largest score that is not +inf, times log2e_x8.
+template <class F>
+inline void check_tile_max(F mx8) noexcept {
+    if (mx8 > shift_limit<F>)
+        check::stop("attention", "a score beyond what the online softmax's shift can hold (a score > 7e8 in float, 8e17 in double)");
+}
+// The new running maximum (units of 8 log2(e)), -inf below -shift_limit.
+template <class F>
+inline F running_max8(F m8, F mx8) noexcept {
+    const F mn = std::max(m8, mx8);
+    return mn < -shift_limit<F> ? -std::numeric_limits<F>::infinity() : mn;
 }
 
 // Online softmax of each query's row: P in place of S, the new maxima and sums, and the factor
@@ -159,9 +175,9 @@ inline void decode_softmax(F* st, const F* mx, const decode_state<F, NQ, DV>& s,
     constexpr std::size_t W = simd::lanes<B>;
     constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
     for (std::size_t i = 0; i < NQ; ++i) {
-        const F mn = std::max(s.m[i], mx[i] * L8);
+        if (mx[i] != -ninf) check_tile_max(mx[i] * L8);
+        const F mn = running_max8(s.m[i], mx[i] * L8);
         const F shift = mn == ninf ? F(0) : mn;
-        check_shift(shift);
         alpha[i] = s.m[i] == ninf ? F(0) : std::exp2((s.m[i] - shift) / 8);
         s.m[i] = mn;
         const B sh(shift);
@@ -461,9 +477,11 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
             const B sv = read<B>(t, pos);
             // The softmax in vector registers only: its chain is short, so that the next block's
             // loads issue while it runs. A NaN score does not move the maximum.
-            const B mn = simd::maximum(m[i], simd::max_across(simd::running_max(B(ninf), sv)) * B(L8));
+            const B mx = simd::max_across(simd::running_max(B(ninf), sv));  // (every lane holds it)
+            if (mx.get(0) != -ninf) check_tile_max(mx.get(0) * L8);
+            const B mn0 = simd::maximum(m[i], mx * B(L8));
+            const B mn = simd::select<B>(mn0 < B(-shift_limit<F>), B(ninf), mn0);
             const B shift = simd::select<B>(mn == B(ninf), B(F(0)), mn);
-            check_shift(shift.get(0));  // (every lane holds it)
             const B alpha = simd::exp2_eighths(m[i] - shift);  // 0 while m is -inf
             m[i] = mn;
             p[i] = simd::exp_shifted(sv, shift);

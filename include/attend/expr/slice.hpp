@@ -119,9 +119,13 @@ struct take_node : expr_base {
             bool bad = static_cast<std::size_t>(i) >= n;
             if constexpr (std::is_signed_v<std::remove_cvref_t<decltype(i)>>) bad = bad || i < 0;
             if (bad) {
-                char what[160];
-                std::snprintf(what, sizeof what, "index %lld (entry %zu of the indices) is out of range for axis %zu of extent %zu",
-                              static_cast<long long>(i), k, Axis, n);
+                char what[160], value[24];  // the value as its own type holds it (unsigned beyond 2^63 too)
+                if constexpr (std::is_signed_v<std::remove_cvref_t<decltype(i)>>)
+                    std::snprintf(value, sizeof value, "%lld", static_cast<long long>(i));
+                else
+                    std::snprintf(value, sizeof value, "%llu", static_cast<unsigned long long>(i));
+                std::snprintf(what, sizeof what, "index %s (entry %zu of the indices) is out of range for axis %zu of extent %zu",
+                              value, k, Axis, n);
                 check::stop("take", what);
             }
         }
