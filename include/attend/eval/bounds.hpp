@@ -9,8 +9,8 @@
 //
 // The intervals bound what the nest computes in float, not exact arithmetic: a result that may
 // round is widened by float's rounding (a mask of j * 0.1f > 2 keeps key 20, where 20 * 0.1f is
-// 2.0f in float and 2.00000003 in double). Integer values below 2^24 — an index, a length, a
-// causal offset — are exact in float and stay tight, so such masks skip the tiles they did.
+// 2.0f in float and 2.00000003 in double). Ends that are integers below 2^24 — an index, a
+// length, a causal offset — are exact in float and stay tight, so such masks skip the tiles they did.
 #pragma once
 
 #include <algorithm>
@@ -27,11 +27,9 @@ namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
 
-// [lo, hi] holds every value the expression takes in float (or wider) arithmetic; `exact`: every
-// value is an integer that float holds exactly, so +, -, * on such values do not round.
+// [lo, hi] holds every value the expression takes in float (or wider) arithmetic.
 struct interval {
     double lo, hi;
-    bool exact = false;
 };
 
 inline constexpr double inf = std::numeric_limits<double>::infinity();
@@ -51,19 +49,18 @@ inline interval widen(interval a, double rel = 0x1p-22, double abs = 0x1p-126) {
     const double hi = std::isinf(a.hi) ? a.hi : a.hi + std::abs(a.hi) * rel + abs;
     return {lo < -big ? -inf : lo, hi > big ? inf : hi};
 }
-inline bool small_integers(interval a) {
-    return a.lo == std::trunc(a.lo) && a.hi == std::trunc(a.hi) && std::abs(a.lo) <= exact_limit && std::abs(a.hi) <= exact_limit;
-}
-// The result of an arithmetic step: exact when its operands were exact integers and it stays
-// within float's exact integers, else widened by one rounding (of float: a double nest rounds less).
-inline interval rounded(interval a, bool operands_exact) {
-    if (operands_exact && small_integers(a)) return {a.lo, a.hi, true};
-    return widen(a);
+// The result of a correctly rounded step (+, -, *) on operands within their intervals: exactly
+// [lo, hi] when both ends are integers float holds (rounding is monotonic, and the exact ends
+// round to themselves), else widened by one rounding (of float: a double nest rounds less).
+inline interval rounded(interval a) {
+    const bool ends_exact = std::abs(a.lo) <= exact_limit && std::abs(a.hi) <= exact_limit && a.lo == std::trunc(a.lo) &&
+                            a.hi == std::trunc(a.hi);
+    return ends_exact ? a : widen(a);
 }
 // A transcendental function's result: its SIMD approximation errs by a few ulps.
 inline interval approximated(interval a) { return widen(a, 0x1p-16, 0x1p-20); }
 
-inline interval hull(interval a, interval b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi), a.exact && b.exact}; }
+inline interval hull(interval a, interval b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
 inline interval sane(interval a) { return (std::isnan(a.lo) || std::isnan(a.hi)) ? anything : a; }
 
 inline interval times(interval a, interval b) {
@@ -73,34 +70,33 @@ inline interval times(interval a, interval b) {
     return {*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
 }
 
-inline interval truth(bool always, bool never) { return always ? interval{1, 1, true} : never ? interval{0, 0, true} : interval{0, 1, true}; }
+inline interval truth(bool always, bool never) { return always ? interval{1, 1} : never ? interval{0, 0} : interval{0, 1}; }
 
 template <class Op>
 interval combine(Op, interval a, interval b) {
-    const bool ex = a.exact && b.exact;
-    if constexpr (std::is_same_v<Op, op::add>) return sane(rounded({a.lo + b.lo, a.hi + b.hi}, ex));
-    else if constexpr (std::is_same_v<Op, op::sub>) return sane(rounded({a.lo - b.hi, a.hi - b.lo}, ex));
-    else if constexpr (std::is_same_v<Op, op::mul>) return sane(rounded(times(a, b), ex));
-    else if constexpr (std::is_same_v<Op, op::div>) return b.lo > 0 || b.hi < 0 ? sane(widen(times(a, {1 / b.hi, 1 / b.lo}))) : anything;
-    else if constexpr (std::is_same_v<Op, op::maximum>) return {std::max(a.lo, b.lo), std::max(a.hi, b.hi), ex};
-    else if constexpr (std::is_same_v<Op, op::minimum>) return {std::min(a.lo, b.lo), std::min(a.hi, b.hi), ex};
+    if constexpr (std::is_same_v<Op, op::add>) return sane(rounded({a.lo + b.lo, a.hi + b.hi}));
+    else if constexpr (std::is_same_v<Op, op::sub>) return sane(rounded({a.lo - b.hi, a.hi - b.lo}));
+    else if constexpr (std::is_same_v<Op, op::mul>) return rounded(times(a, b));
+    else if constexpr (std::is_same_v<Op, op::div>) return b.lo > 0 || b.hi < 0 ? widen(times(a, {1 / b.hi, 1 / b.lo})) : anything;
+    else if constexpr (std::is_same_v<Op, op::maximum>) return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
+    else if constexpr (std::is_same_v<Op, op::minimum>) return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
     else if constexpr (std::is_same_v<Op, op::less>) return truth(a.hi < b.lo, a.lo >= b.hi);
     else if constexpr (std::is_same_v<Op, op::less_equal>) return truth(a.hi <= b.lo, a.lo > b.hi);
     else if constexpr (std::is_same_v<Op, op::greater>) return truth(a.lo > b.hi, a.hi <= b.lo);
     else if constexpr (std::is_same_v<Op, op::greater_equal>) return truth(a.lo >= b.hi, a.hi < b.lo);
     else if constexpr (std::is_same_v<Op, op::equal>) return truth(a.lo == a.hi && b.lo == b.hi && a.lo == b.lo, a.hi < b.lo || b.hi < a.lo);
     else if constexpr (std::is_same_v<Op, op::not_equal>) return truth(a.hi < b.lo || b.hi < a.lo, a.lo == a.hi && b.lo == b.hi && a.lo == b.lo);
-    else if constexpr (std::is_same_v<Op, op::logical_and>) return {std::min(a.lo, b.lo), std::min(a.hi, b.hi), true};
-    else if constexpr (std::is_same_v<Op, op::logical_or>) return {std::max(a.lo, b.lo), std::max(a.hi, b.hi), true};
+    else if constexpr (std::is_same_v<Op, op::logical_and>) return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
+    else if constexpr (std::is_same_v<Op, op::logical_or>) return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
     else return anything;
 }
 
 template <class Op>
 interval combine(Op, interval a) {
-    if constexpr (std::is_same_v<Op, op::neg>) return {-a.hi, -a.lo, a.exact};
-    else if constexpr (std::is_same_v<Op, op::logical_not>) return {1 - a.hi, 1 - a.lo, true};
+    if constexpr (std::is_same_v<Op, op::neg>) return {-a.hi, -a.lo};
+    else if constexpr (std::is_same_v<Op, op::logical_not>) return {1 - a.hi, 1 - a.lo};
     else if constexpr (std::is_same_v<Op, op::abs>)
-        return a.lo >= 0 ? a : a.hi <= 0 ? interval{-a.hi, -a.lo, a.exact} : interval{0, std::max(-a.lo, a.hi), a.exact};
+        return a.lo >= 0 ? a : a.hi <= 0 ? interval{-a.hi, -a.lo} : interval{0, std::max(-a.lo, a.hi)};
     else if constexpr (std::is_same_v<Op, op::exp>) return approximated({std::exp(a.lo), std::exp(a.hi)});
     else if constexpr (std::is_same_v<Op, op::tanh>) return approximated({std::tanh(a.lo), std::tanh(a.hi)});
     else if constexpr (std::is_same_v<Op, op::sqrt>) return a.lo >= 0 ? approximated({std::sqrt(a.lo), std::sqrt(a.hi)}) : anything;
@@ -113,12 +109,11 @@ interval combine(Op, interval c, interval a, interval b) {  // where
     return c.lo == 1 ? a : c.hi == 0 ? b : hull(a, b);
 }
 
-// A scalar as the nest reads it: exact if float holds it, else anywhere between its float
+// A scalar as the nest reads it: itself if float holds it, else anywhere between its float
 // neighbours (a double scalar in a float nest rounds).
 inline interval point(double v) {
     if (std::isnan(v)) return anything;
-    if (double(float(v)) == v) return {v, v, small_integers({v, v})};
-    return widen({v, v});
+    return double(float(v)) == v ? interval{v, v} : widen({v, v});
 }
 
 // The range of `e` over the box (positions of rank R).
@@ -131,20 +126,18 @@ interval bounds(const E& e, const box<R>& b) {
     } else if constexpr (is_kind<E, kind::cast>) {
         const interval a = bounds(e.arg, b);
         if constexpr (std::is_same_v<typename E::cast_to, bool>) return truth(a.lo > 0 || a.hi < 0, a.lo == 0 && a.hi == 0);
-        else if constexpr (std::is_integral_v<typename E::cast_to>) {
-            const interval t{std::trunc(a.lo), std::trunc(a.hi)};
-            return {t.lo, t.hi, small_integers(t)};
-        } else if constexpr (is_half<typename E::cast_to>) {  // rounding is monotonic: round the ends
+        else if constexpr (std::is_integral_v<typename E::cast_to>) return {std::trunc(a.lo), std::trunc(a.hi)};
+        else if constexpr (is_half<typename E::cast_to>) {  // rounding is monotonic: round the ends
             using U = typename E::cast_to;
-            return {static_cast<double>(U(a.lo)), static_cast<double>(U(a.hi)), a.exact && std::max(-a.lo, a.hi) <= 256};
+            return {static_cast<double>(U(a.lo)), static_cast<double>(U(a.hi))};
         } else return a;
     } else if constexpr (is_kind<E, kind::iota>) {
         using S = typename E::shape_type;
         constexpr std::size_t ax = R - S::rank + E::axis;
-        if constexpr (S::extents[E::axis] == 1) return {0, 0, true};
-        else return rounded({double(b.lo[ax]), double(b.hi[ax])}, true);
+        if constexpr (S::extents[E::axis] == 1) return {0, 0};
+        else return rounded({double(b.lo[ax]), double(b.hi[ax])});
     } else if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::tile> || is_kind<E, kind::take>) {  // any value of the type
-        if constexpr (std::is_same_v<typename E::value_type, bool>) return interval{0, 1, true};
+        if constexpr (std::is_same_v<typename E::value_type, bool>) return interval{0, 1};
         else return anything;
     } else {
         static_assert(unhandled_kind<E>, "attend internal: bounds: a planned node inside a score tree");
