@@ -227,6 +227,13 @@ BOOST_AUTO_TEST_CASE(index_masks_that_round_in_float) {
     check_rounding_mask<40, 64>(attend::iota<1, 40, 64>() * 0.1f > 2.0f, above);   // prefill
     check_rounding_mask<1, 4>(attend::iota<1, 1, 4>() * 0.1f >= 0.3f, from);
     check_rounding_mask<40, 4>(attend::iota<1, 40, 4>() * 0.1f >= 0.3f, from);
+    // A mask that is NaN somewhere (0 / 0 at key 5), which every ordered comparison calls false:
+    // abs() and maximum() of a value that may be NaN are not "at least 0" (a review's case).
+    auto nan_at_5 = [](std::size_t j) { return j != 5; };
+    auto ratio = [](auto j) { return (j * 1.0f - 5.0f) / (j * 1.0f - 5.0f); };
+    check_rounding_mask<1, 600>(attend::abs(ratio(attend::iota<1, 1, 600>())) > -1.0f, nan_at_5);
+    check_rounding_mask<40, 600>(attend::abs(ratio(attend::iota<1, 40, 600>())) > -1.0f, nan_at_5);
+    check_rounding_mask<1, 600>(attend::maximum(ratio(attend::iota<1, 1, 600>()), 0.0f) > -1.0f, nan_at_5);
     // Integer masks stay exact: a causal tile and a cache length are decided, not "maybe".
     namespace d = attend::detail;
     const auto i = attend::iota<0, 512, 512>();

@@ -27,13 +27,15 @@ namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
 
-// [lo, hi] holds every value the expression takes in float (or wider) arithmetic.
+// [lo, hi] holds every value the expression takes in float (or wider) arithmetic, and `nan`
+// says whether it may also be NaN (which every ordered comparison calls false).
 struct interval {
     double lo, hi;
+    bool nan = false;
 };
 
 inline constexpr double inf = std::numeric_limits<double>::infinity();
-inline constexpr interval anything{-inf, inf};
+inline constexpr interval anything{-inf, inf, true};
 inline constexpr double exact_limit = 16777216.0;  // 2^24: float's integers without a gap
 
 template <std::size_t R>
@@ -47,7 +49,7 @@ inline interval widen(interval a, double rel = 0x1p-22, double abs = 0x1p-126) {
     constexpr double big = std::numeric_limits<float>::max();
     const double lo = std::isinf(a.lo) ? a.lo : a.lo - std::abs(a.lo) * rel - abs;  // (an infinite end stays)
     const double hi = std::isinf(a.hi) ? a.hi : a.hi + std::abs(a.hi) * rel + abs;
-    return {lo < -big ? -inf : lo, hi > big ? inf : hi};
+    return {lo < -big ? -inf : lo, hi > big ? inf : hi, a.nan};
 }
 // The result of a correctly rounded step (+, -, *) on operands within their intervals: exactly
 // [lo, hi] when both ends are integers float holds (rounding is monotonic, and the exact ends
@@ -60,32 +62,42 @@ inline interval rounded(interval a) {
 // A transcendental function's result: its SIMD approximation errs by a few ulps.
 inline interval approximated(interval a) { return widen(a, 0x1p-16, 0x1p-20); }
 
-inline interval hull(interval a, interval b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
+inline interval hull(interval a, interval b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi), a.nan || b.nan}; }
 inline interval sane(interval a) { return (std::isnan(a.lo) || std::isnan(a.hi)) ? anything : a; }
+inline bool holds(interval a, double x) { return a.lo <= x && x <= a.hi; }
+// a with `nan` set when an operand may be NaN or `arises` (inf - inf, 0 x inf inside the operands).
+inline interval or_nan(interval a, bool arises) { return {a.lo, a.hi, a.nan || arises}; }
 
 inline interval times(interval a, interval b) {
     const double p[] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
     for (double x : p)
         if (std::isnan(x)) return anything;
-    return {*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+    const bool zero_inf = (holds(a, 0) && (std::isinf(b.lo) || std::isinf(b.hi))) || (holds(b, 0) && (std::isinf(a.lo) || std::isinf(a.hi)));
+    return {*std::min_element(p, p + 4), *std::max_element(p, p + 4), a.nan || b.nan || zero_inf};
 }
 
 inline interval truth(bool always, bool never) { return always ? interval{1, 1} : never ? interval{0, 0} : interval{0, 1}; }
 
 template <class Op>
 interval combine(Op, interval a, interval b) {
-    if constexpr (std::is_same_v<Op, op::add>) return sane(rounded({a.lo + b.lo, a.hi + b.hi}));
-    else if constexpr (std::is_same_v<Op, op::sub>) return sane(rounded({a.lo - b.hi, a.hi - b.lo}));
+    const bool nan = a.nan || b.nan;  // an ordered comparison with NaN is false, != true
+    if constexpr (std::is_same_v<Op, op::add>)
+        return sane(or_nan(rounded({a.lo + b.lo, a.hi + b.hi}), nan || (a.hi == inf && b.lo == -inf) || (a.lo == -inf && b.hi == inf)));
+    else if constexpr (std::is_same_v<Op, op::sub>)
+        return sane(or_nan(rounded({a.lo - b.hi, a.hi - b.lo}), nan || (a.hi == inf && b.hi == inf) || (a.lo == -inf && b.lo == -inf)));
     else if constexpr (std::is_same_v<Op, op::mul>) return rounded(times(a, b));
-    else if constexpr (std::is_same_v<Op, op::div>) return b.lo > 0 || b.hi < 0 ? widen(times(a, {1 / b.hi, 1 / b.lo})) : anything;
-    else if constexpr (std::is_same_v<Op, op::maximum>) return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
-    else if constexpr (std::is_same_v<Op, op::minimum>) return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
-    else if constexpr (std::is_same_v<Op, op::less>) return truth(a.hi < b.lo, a.lo >= b.hi);
-    else if constexpr (std::is_same_v<Op, op::less_equal>) return truth(a.hi <= b.lo, a.lo > b.hi);
-    else if constexpr (std::is_same_v<Op, op::greater>) return truth(a.lo > b.hi, a.hi <= b.lo);
-    else if constexpr (std::is_same_v<Op, op::greater_equal>) return truth(a.lo >= b.hi, a.hi < b.lo);
-    else if constexpr (std::is_same_v<Op, op::equal>) return truth(a.lo == a.hi && b.lo == b.hi && a.lo == b.lo, a.hi < b.lo || b.hi < a.lo);
-    else if constexpr (std::is_same_v<Op, op::not_equal>) return truth(a.hi < b.lo || b.hi < a.lo, a.lo == a.hi && b.lo == b.hi && a.lo == b.lo);
+    else if constexpr (std::is_same_v<Op, op::div>)
+        return b.lo > 0 || b.hi < 0 ? or_nan(widen(times(a, {1 / b.hi, 1 / b.lo})), std::isinf(b.lo) || std::isinf(b.hi)) : anything;
+    else if constexpr (std::is_same_v<Op, op::maximum>) return {std::max(a.lo, b.lo), std::max(a.hi, b.hi), nan};
+    else if constexpr (std::is_same_v<Op, op::minimum>) return {std::min(a.lo, b.lo), std::min(a.hi, b.hi), nan};
+    else if constexpr (std::is_same_v<Op, op::less>) return truth(!nan && a.hi < b.lo, a.lo >= b.hi);
+    else if constexpr (std::is_same_v<Op, op::less_equal>) return truth(!nan && a.hi <= b.lo, a.lo > b.hi);
+    else if constexpr (std::is_same_v<Op, op::greater>) return truth(!nan && a.lo > b.hi, a.hi <= b.lo);
+    else if constexpr (std::is_same_v<Op, op::greater_equal>) return truth(!nan && a.lo >= b.hi, a.hi < b.lo);
+    else if constexpr (std::is_same_v<Op, op::equal>)
+        return truth(!nan && a.lo == a.hi && b.lo == b.hi && a.lo == b.lo, a.hi < b.lo || b.hi < a.lo);
+    else if constexpr (std::is_same_v<Op, op::not_equal>)
+        return truth(a.hi < b.lo || b.hi < a.lo, !nan && a.lo == a.hi && b.lo == b.hi && a.lo == b.lo);
     else if constexpr (std::is_same_v<Op, op::logical_and>) return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
     else if constexpr (std::is_same_v<Op, op::logical_or>) return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
     else return anything;
@@ -93,14 +105,14 @@ interval combine(Op, interval a, interval b) {
 
 template <class Op>
 interval combine(Op, interval a) {
-    if constexpr (std::is_same_v<Op, op::neg>) return {-a.hi, -a.lo};
+    if constexpr (std::is_same_v<Op, op::neg>) return {-a.hi, -a.lo, a.nan};
     else if constexpr (std::is_same_v<Op, op::logical_not>) return {1 - a.hi, 1 - a.lo};
     else if constexpr (std::is_same_v<Op, op::abs>)
-        return a.lo >= 0 ? a : a.hi <= 0 ? interval{-a.hi, -a.lo} : interval{0, std::max(-a.lo, a.hi)};
-    else if constexpr (std::is_same_v<Op, op::exp>) return approximated({std::exp(a.lo), std::exp(a.hi)});
-    else if constexpr (std::is_same_v<Op, op::tanh>) return approximated({std::tanh(a.lo), std::tanh(a.hi)});
-    else if constexpr (std::is_same_v<Op, op::sqrt>) return a.lo >= 0 ? approximated({std::sqrt(a.lo), std::sqrt(a.hi)}) : anything;
-    else if constexpr (std::is_same_v<Op, op::log>) return a.lo >= 0 ? approximated({std::log(a.lo), std::log(a.hi)}) : anything;
+        return a.lo >= 0 ? a : a.hi <= 0 ? interval{-a.hi, -a.lo, a.nan} : interval{0, std::max(-a.lo, a.hi), a.nan};
+    else if constexpr (std::is_same_v<Op, op::exp>) return approximated({std::exp(a.lo), std::exp(a.hi), a.nan});
+    else if constexpr (std::is_same_v<Op, op::tanh>) return approximated({std::tanh(a.lo), std::tanh(a.hi), a.nan});
+    else if constexpr (std::is_same_v<Op, op::sqrt>) return a.lo >= 0 ? approximated({std::sqrt(a.lo), std::sqrt(a.hi), a.nan}) : anything;
+    else if constexpr (std::is_same_v<Op, op::log>) return a.lo >= 0 ? approximated({std::log(a.lo), std::log(a.hi), a.nan}) : anything;
     else return anything;
 }
 
@@ -125,11 +137,11 @@ interval bounds(const E& e, const box<R>& b) {
         return unpack(e.children(), [&](const auto&... a) { return combine(typename E::rule_op{}, bounds(a, b)...); });
     } else if constexpr (is_kind<E, kind::cast>) {
         const interval a = bounds(e.arg, b);
-        if constexpr (std::is_same_v<typename E::cast_to, bool>) return truth(a.lo > 0 || a.hi < 0, a.lo == 0 && a.hi == 0);
-        else if constexpr (std::is_integral_v<typename E::cast_to>) return {std::trunc(a.lo), std::trunc(a.hi)};
+        if constexpr (std::is_same_v<typename E::cast_to, bool>) return truth(a.lo > 0 || a.hi < 0, !a.nan && a.lo == 0 && a.hi == 0);  // NaN: true
+        else if constexpr (std::is_integral_v<typename E::cast_to>) return a.nan ? anything : interval{std::trunc(a.lo), std::trunc(a.hi)};
         else if constexpr (is_half<typename E::cast_to>) {  // rounding is monotonic: round the ends
             using U = typename E::cast_to;
-            return {static_cast<double>(U(a.lo)), static_cast<double>(U(a.hi))};
+            return {static_cast<double>(U(a.lo)), static_cast<double>(U(a.hi)), a.nan};
         } else return a;
     } else if constexpr (is_kind<E, kind::iota>) {
         using S = typename E::shape_type;
