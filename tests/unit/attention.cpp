@@ -246,6 +246,43 @@ BOOST_AUTO_TEST_CASE(index_masks_that_round_in_float) {
     BOOST_TEST(d::bounds(j * 0.1f > 2.0f, d::box<2>{{0, 0}, {0, 20}}).hi == 1.0);  // 20 * 0.1f: maybe
 }
 
+// A cache length however the mask writes it: the rows past len hold NaN and inf, and take no part
+// (the intervals keep ends that float holds exact, so every spelling cuts P V at len; a review
+// found j + 0.25f >= len + 0.25f letting row len in, 0 x NaN).
+template <std::size_t NQ>
+void check_length_spellings() {
+    constexpr std::size_t NK = 300, D = 16;
+    auto q = std::make_unique<tensor<float, NQ, D>>();
+    auto k = std::make_unique<tensor<float, NK, D>>();
+    auto v = std::make_unique<tensor<float, NK, D>>();
+    ref::fill(*q, 44);
+    ref::fill(*k, 45);
+    ref::fill(*v, 46);
+    const auto j = attend::iota<1, NQ, NK>();
+    auto s = attend::matmul(*q, attend::transpose(*k)) * 0.25f;
+    for (int len : {17, 100, 250, 256, 257}) {
+        for (std::size_t r = std::size_t(len); r < NK; ++r)
+            for (std::size_t d = 0; d < D; ++d) (*v)(r, d) = d % 2 ? NAN : INFINITY;
+        const auto want = reference(1, NQ, NK, D, D, [&](auto, auto a, auto d) { return double((*q)(a, d)); },
+                                    [&](auto, auto b, auto d) { return double((*k)(b, d)); },
+                                    [&](auto, auto b, auto d) { return double((*v)(b, d)); },
+                                    [&](auto, auto, auto b, double x) { return long(b) >= len ? ninf : x * 0.25; });
+        const float fl = float(len);
+        tensor<float, NQ, D> out = attend::matmul(attend::softmax(attend::masked_fill(s, j + 0.25f >= fl + 0.25f, -INFINITY)), *v);
+        expect_close(out, want, 2e-5);
+        out = attend::matmul(attend::softmax(attend::masked_fill(s, j * 0.5f >= fl * 0.5f, -INFINITY)), *v);
+        expect_close(out, want, 2e-5);
+        out = attend::matmul(attend::softmax(attend::masked_fill(s, (j - fl) / 2.0f >= 0.0f, -INFINITY)), *v);
+        expect_close(out, want, 2e-5);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(length_masks_however_written) {
+    check_length_spellings<1>();   // the stream
+    check_length_spellings<4>();   // the decode stages
+    check_length_spellings<40>();  // the prefill nest
+}
+
 // A padding mask of a large finite value (-1e9, -FLT_MAX, as model code often writes it) works as
 // -inf does: the running maximum of such scores counts as -inf (their exp(s - max) is 0 next to
 // any other score), so keys masked so at the start of a row (left padding, whole key tiles) do

@@ -9,8 +9,9 @@
 //
 // The intervals bound what the nest computes in float, not exact arithmetic: a result that may
 // round is widened by float's rounding (a mask of j * 0.1f > 2 keeps key 20, where 20 * 0.1f is
-// 2.0f in float and 2.00000003 in double). Ends that are integers below 2^24 — an index, a
-// length, a causal offset — are exact in float and stay tight, so such masks skip the tiles they did.
+// 2.0f in float and 2.00000003 in double). Ends that float holds — an index, a length, a causal
+// offset, j + 0.25f, j * 0.5f — are exact and stay tight, so such masks skip the tiles and the
+// rows they rule out however they are written.
 #pragma once
 
 #include <algorithm>
@@ -36,7 +37,6 @@ struct interval {
 
 inline constexpr double inf = std::numeric_limits<double>::infinity();
 inline constexpr interval anything{-inf, inf, true};
-inline constexpr double exact_limit = 16777216.0;  // 2^24: float's integers without a gap
 
 template <std::size_t R>
 struct box {
@@ -51,13 +51,27 @@ inline interval widen(interval a, double rel = 0x1p-22, double abs = 0x1p-126) {
     const double hi = std::isinf(a.hi) ? a.hi : a.hi + std::abs(a.hi) * rel + abs;
     return {lo < -big ? -inf : lo, hi > big ? inf : hi, a.nan};
 }
-// The result of a correctly rounded step (+, -, *) on operands within their intervals: exactly
-// [lo, hi] when both ends are integers float holds (rounding is monotonic, and the exact ends
-// round to themselves), else widened by one rounding (of float: a double nest rounds less).
+// Whether float holds x exactly as a normal number or zero (a denormal may flush), or x is
+// infinite.
+inline bool float_exact(double x) {
+    const double a = std::abs(x);
+    if (a > double(std::numeric_limits<float>::max())) return std::isinf(x);
+    return double(float(x)) == x && (a >= double(std::numeric_limits<float>::min()) || x == 0);
+}
+// The result of a correctly rounded step (+, -, *, /) on operands within their intervals, whose
+// ends [lo, hi] are the double results at the operands' ends: an end float holds stays (double
+// rounded the exact end to a float value, so float rounds it there too, and rounding is
+// monotonic: j + 0.25f, j * 0.5f and integers below 2^24 stay tight); any other end widens by
+// one rounding (of float: a double nest rounds less).
+[[gnu::noinline]] inline interval rounded_ends(interval a) {
+    const interval w = widen(a);
+    return {float_exact(a.lo) ? a.lo : w.lo, float_exact(a.hi) ? a.hi : w.hi, a.nan};
+}
 inline interval rounded(interval a) {
-    const bool ends_exact = std::abs(a.lo) <= exact_limit && std::abs(a.hi) <= exact_limit && a.lo == std::trunc(a.lo) &&
-                            a.hi == std::trunc(a.hi);
-    return ends_exact ? a : widen(a);
+    // (the common cases inline: integer ends below 2^24, float's integers without a gap, and
+    // infinite ends, as a score tile's)
+    auto plain = [](double x) { return std::isinf(x) || (std::abs(x) <= 16777216.0 && x == std::trunc(x)); };
+    return plain(a.lo) && plain(a.hi) ? a : rounded_ends(a);
 }
 // A transcendental function's result: its SIMD approximation errs by a few ulps.
 inline interval approximated(interval a) { return widen(a, 0x1p-16, 0x1p-20); }
@@ -68,7 +82,7 @@ inline bool holds(interval a, double x) { return a.lo <= x && x <= a.hi; }
 // a with `nan` set when an operand may be NaN or `arises` (inf - inf, 0 x inf inside the operands).
 inline interval or_nan(interval a, bool arises) { return {a.lo, a.hi, a.nan || arises}; }
 
-inline interval times(interval a, interval b) {
+[[gnu::always_inline]] inline interval times(interval a, interval b) {
     const double p[] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
     for (double x : p)
         if (std::isnan(x)) return anything;
@@ -76,10 +90,18 @@ inline interval times(interval a, interval b) {
     return {*std::min_element(p, p + 4), *std::max_element(p, p + 4), a.nan || b.nan || zero_inf};
 }
 
+// a / b for b of one sign: the quotients of the ends, each rounded once (inf / inf: anything).
+inline interval quotient(interval a, interval b) {
+    const double p[] = {a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi};
+    for (double x : p)
+        if (std::isnan(x)) return anything;
+    return {*std::min_element(p, p + 4), *std::max_element(p, p + 4), a.nan || b.nan};
+}
+
 inline interval truth(bool always, bool never) { return always ? interval{1, 1} : never ? interval{0, 0} : interval{0, 1}; }
 
 template <class Op>
-interval combine(Op, interval a, interval b) {
+[[gnu::always_inline]] inline interval combine(Op, interval a, interval b) {
     const bool nan = a.nan || b.nan;  // an ordered comparison with NaN is false, != true
     if constexpr (std::is_same_v<Op, op::add>)
         return sane(or_nan(rounded({a.lo + b.lo, a.hi + b.hi}), nan || (a.hi == inf && b.lo == -inf) || (a.lo == -inf && b.hi == inf)));
@@ -87,7 +109,7 @@ interval combine(Op, interval a, interval b) {
         return sane(or_nan(rounded({a.lo - b.hi, a.hi - b.lo}), nan || (a.hi == inf && b.hi == inf) || (a.lo == -inf && b.lo == -inf)));
     else if constexpr (std::is_same_v<Op, op::mul>) return rounded(times(a, b));
     else if constexpr (std::is_same_v<Op, op::div>)
-        return b.lo > 0 || b.hi < 0 ? or_nan(widen(times(a, {1 / b.hi, 1 / b.lo})), std::isinf(b.lo) || std::isinf(b.hi)) : anything;
+        return b.lo > 0 || b.hi < 0 ? or_nan(rounded(quotient(a, b)), std::isinf(b.lo) || std::isinf(b.hi)) : anything;
     else if constexpr (std::is_same_v<Op, op::maximum>) return {std::max(a.lo, b.lo), std::max(a.hi, b.hi), nan};
     else if constexpr (std::is_same_v<Op, op::minimum>) return {std::min(a.lo, b.lo), std::min(a.hi, b.hi), nan};
     else if constexpr (std::is_same_v<Op, op::less>) return truth(!nan && a.hi < b.lo, a.lo >= b.hi);
@@ -104,7 +126,7 @@ interval combine(Op, interval a, interval b) {
 }
 
 template <class Op>
-interval combine(Op, interval a) {
+[[gnu::always_inline]] inline interval combine(Op, interval a) {
     if constexpr (std::is_same_v<Op, op::neg>) return {-a.hi, -a.lo, a.nan};
     else if constexpr (std::is_same_v<Op, op::logical_not>) return {1 - a.hi, 1 - a.lo};
     else if constexpr (std::is_same_v<Op, op::abs>)
@@ -117,7 +139,7 @@ interval combine(Op, interval a) {
 }
 
 template <class Op>
-interval combine(Op, interval c, interval a, interval b) {  // where
+[[gnu::always_inline]] inline interval combine(Op, interval c, interval a, interval b) {  // where
     return c.lo == 1 ? a : c.hi == 0 ? b : hull(a, b);
 }
 
