@@ -2,29 +2,48 @@
 //
 // Code whose body depends on the instruction set (loop nests, SIMD helpers that are not
 // templated on the xsimd arch) lives in `attend::ATTEND_ARCH_NAMESPACE`, an inline namespace
-// named after the target, so translation units built with different -m flags never share a
-// symbol with different bodies (the ODR trap of header-only SIMD libraries).
+// named after the target and every feature macro the headers test (AVX-512 BF16, F16C, FMA), so
+// translation units built with different -m flags never share a symbol with different bodies
+// (the ODR trap of header-only SIMD libraries: a -march=x86-64-v4 unit linked beside a
+// -march=native one on a BF16 machine would otherwise run vdpbf16ps on any AVX-512 CPU).
 #pragma once
 
 #include <cstddef>
 
 #if defined(__AVX512F__)
-#define ATTEND_ARCH_NAMESPACE arch_avx512
-#elif defined(__AVX2__) && defined(__FMA__)
-#define ATTEND_ARCH_NAMESPACE arch_avx2_fma
+#define ATTEND_ARCH_BASE arch_avx512
 #elif defined(__AVX2__)
-#define ATTEND_ARCH_NAMESPACE arch_avx2
+#define ATTEND_ARCH_BASE arch_avx2
 #elif defined(__AVX__)
-#define ATTEND_ARCH_NAMESPACE arch_avx
+#define ATTEND_ARCH_BASE arch_avx
 #elif defined(__SSE4_2__)
-#define ATTEND_ARCH_NAMESPACE arch_sse4_2
+#define ATTEND_ARCH_BASE arch_sse4_2
 #elif defined(__SSE2__) || defined(_M_X64)
-#define ATTEND_ARCH_NAMESPACE arch_sse2
+#define ATTEND_ARCH_BASE arch_sse2
 #elif defined(__ARM_NEON)
-#define ATTEND_ARCH_NAMESPACE arch_neon
+#define ATTEND_ARCH_BASE arch_neon
 #else
-#define ATTEND_ARCH_NAMESPACE arch_scalar
+#define ATTEND_ARCH_BASE arch_scalar
 #endif
+#if defined(__AVX512BF16__)
+#define ATTEND_ARCH_BF16 _bf16
+#else
+#define ATTEND_ARCH_BF16
+#endif
+#if defined(__F16C__)
+#define ATTEND_ARCH_F16C _f16c
+#else
+#define ATTEND_ARCH_F16C
+#endif
+#if defined(__FMA__)
+#define ATTEND_ARCH_FMA _fma
+#else
+#define ATTEND_ARCH_FMA
+#endif
+#define ATTEND_ARCH_PASTE(a, b, c, d) a##b##c##d
+#define ATTEND_ARCH_NAME(a, b, c, d) ATTEND_ARCH_PASTE(a, b, c, d)
+// e.g. arch_avx512_bf16_f16c_fma (-march=native on Zen 4), arch_avx2_f16c_fma (x86-64-v3), arch_sse2
+#define ATTEND_ARCH_NAMESPACE ATTEND_ARCH_NAME(ATTEND_ARCH_BASE, ATTEND_ARCH_BF16, ATTEND_ARCH_F16C, ATTEND_ARCH_FMA)
 
 namespace attend::config {
 // Temporaries a plan must materialise live on the stack up to this many bytes, above it on the
