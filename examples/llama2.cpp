@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <span>
 #include <string>
 #include <tuple>
@@ -56,8 +57,8 @@ struct options {
     std::exit(EXIT_FAILURE);
 }
 
-// A flag's whole value as a finite number, else a message and the usage (run.c's atoi and
-// strtof take "abc" as 0 silently).
+// A flag's whole value as a finite number that T holds, else a message and the usage (run.c's
+// atoi and strtof take "abc" as 0 silently, and 3000000000 or 1e39 out of range).
 template <class T>
 T number(char flag, const char* v) {
     char* end = nullptr;
@@ -65,6 +66,10 @@ T number(char flag, const char* v) {
     const double x = std::is_integral_v<T> ? double(std::strtoll(v, &end, 10)) : std::strtod(v, &end);
     if (end == v || *end != '\0' || errno == ERANGE || !std::isfinite(x)) {
         std::fprintf(stderr, "llama2: -%c takes a finite number, not \"%s\"\n", flag, v);
+        usage();
+    }
+    if (x < double(std::numeric_limits<T>::lowest()) || x > double(std::numeric_limits<T>::max())) {
+        std::fprintf(stderr, "llama2: -%c takes a number within %s's range, not \"%s\"\n", flag, std::is_integral_v<T> ? "int" : "float", v);
         usage();
     }
     return static_cast<T>(x);
