@@ -416,11 +416,13 @@ BOOST_AUTO_TEST_CASE(decode_sliding_window) {
     check_decode_window<4>();
 }
 
-// GQA in the layout of a model: Q (HKV, G, 1, D) against K, V (HKV, 1, NMAX, D), with a bias.
-// A cache of 64 MiB, at least the L3's size on the machines measured: the whole-row stages then
-// request the next tile's rows (its K during the scores, its V during P V) as they compute.
-BOOST_AUTO_TEST_CASE(decode_cache_beyond_l3) {
-    constexpr std::size_t HKV = 8, G = 4, NMAX = 8192, D = 128;
+// A cache of 64 MiB, at least the L3's size on the machines measured: the whole-row stages (G = 4)
+// then request the next tile's rows as they compute, and one query per KV head (G = 1) takes the
+// pipelined stream (the next block's K rows read beside this block's V rows). The rows past len
+// hold -inf and NaN (an uninitialised cache); the G = 1 step writes its output over Q itself.
+template <std::size_t G>
+void check_decode_beyond_l3() {
+    constexpr std::size_t HKV = 8, NMAX = 8192, D = 128;
     using TQ = tensor<float, HKV, G, D>;
     using TK = tensor<float, HKV, NMAX, D>;
     auto q = std::make_unique<TQ>(), out = std::make_unique<TQ>();
@@ -429,19 +431,32 @@ BOOST_AUTO_TEST_CASE(decode_cache_beyond_l3) {
     ref::fill(*k, 65);
     ref::fill(*v, 66);
     BOOST_TEST_MESSAGE("cache " << 2 * sizeof(TK) << " bytes, L3 " << attend::detail::l3_bytes() << " bytes");
-    auto Q = [&](std::size_t b, std::size_t i, std::size_t d) { return double((*q)(b, i, d)); };
+    const auto q0 = std::make_unique<TQ>(*q);
+    auto Q = [&](std::size_t b, std::size_t i, std::size_t d) { return double((*q0)(b, i, d)); };
     auto K = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*k)(b, j, d)); };
     auto V = [&](std::size_t b, std::size_t j, std::size_t d) { return double((*v)(b, j, d)); };
     const double scale = 1 / std::sqrt(double(D));
-    for (int len : {4097, 8191}) {  // the last live tile partly masked; the next tile past the capacity
+    for (int len : {8191, 4097, 17, 1}) {  // the last live tile partly masked; the next tile past the capacity
+        for (std::size_t b = 0; b < HKV; ++b)
+            for (std::size_t j = std::size_t(len); j < NMAX; ++j)
+                for (std::size_t d = 0; d < D; ++d) (*k)(b, j, d) = -INFINITY, (*v)(b, j, d) = d % 2 ? NAN : INFINITY;
+        *q = *q0;
         auto s = attend::matmul(*q, attend::transpose(*k)) * float(scale);
-        *out = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= len, -INFINITY)), *v);
-        expect_close(*out, reference(HKV, G, NMAX, D, D, Q, K, V, [&](auto, auto, auto j, double x) {
+        auto e = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= len, -INFINITY)), *v);
+        TQ& dst = G == 1 ? *q : *out;
+        dst = e;
+        expect_close(dst, reference(HKV, G, NMAX, D, D, Q, K, V, [&](auto, auto, auto j, double x) {
             return long(j) >= len ? ninf : x * scale;
         }), 2e-5);
     }
 }
 
+BOOST_AUTO_TEST_CASE(decode_cache_beyond_l3) {
+    check_decode_beyond_l3<4>();
+    check_decode_beyond_l3<1>();
+}
+
+// GQA in the layout of a model: Q (HKV, G, 1, D) against K, V (HKV, 1, NMAX, D), with a bias.
 BOOST_AUTO_TEST_CASE(decode_grouped_query_broadcast_and_bias) {
     constexpr std::size_t HKV = 3, G = 4, NMAX = 300, D = 16;
     tensor<float, HKV, G, 1, D> q;

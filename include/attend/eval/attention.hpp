@@ -217,8 +217,7 @@ __attribute__((always_inline)) inline void online_softmax(F* const st, const Vb 
     for (std::size_t c = 0; c < NVq; ++c) {
         constexpr F ninf = -std::numeric_limits<F>::infinity();
         check_tile_max(simd::reduce_max(simd::select<Vb>(mt[c] == Vb(-ninf), Vb(ninf), mt[c])) * simd::log2e_x8<F>);
-        const Vb mn0 = simd::maximum(m[c], mt[c] * L8);
-        const Vb mn = simd::select<Vb>(mn0 < Vb(-shift_limit<F>), Vb(ninf), mn0);
+        const Vb mn = running_max8_lanes(m[c], mt[c] * L8);
         shift[c] = simd::select<Vb>(mn == Vb(ninf), Vb(F(0)), mn);
         alpha[c] = simd::exp2_eighths(m[c] - shift[c]);
         m[c] = mn;

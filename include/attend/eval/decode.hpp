@@ -61,14 +61,9 @@ struct decode_tiling {
     // One or two queries whose outputs fit in registers take the stream (decode_stream): every
     // stage over W keys at a time, K and V rows read alternately in W-row blocks.
     static constexpr bool stream = DV % W == 0 && NQ * (DV / W) <= 16 && NQ <= 2;
-    // Keys ahead whose K and V rows the stream requests into L2 when the cache streams from DRAM
-    // (0: none): on Zen 5 clang++'s stream read 32 x 1 heads 1.1-1.2x faster with 32; g++'s reads
-    // faster without and was slower at every distance tried (docs/performance.md, "day").
-#if defined(__clang__)
-    static constexpr std::size_t stream_ahead = 32;
-#else
-    static constexpr std::size_t stream_ahead = 0;
-#endif
+    // (The stream requests no rows ahead: with clang++ requests 32 keys on were 1.1-1.2x faster
+    // on Zen 5, and on Zen 4 made a bf16 cache 1.7x slower and the pipelined float stream
+    // 1-5 % slower; g++'s was slower with them on both: docs/performance.md, 2026-11-27.)
 };
 
 // Bytes per element of an operand as stored (memory), or as computed (an expression).
@@ -161,11 +156,18 @@ inline void check_tile_max(F mx8) noexcept {
     if (mx8 > shift_limit<F>)
         check::stop("attention", "a score beyond what the online softmax's shift can hold (a score > 7e8 in float, 8e17 in double)");
 }
-// The new running maximum (units of 8 log2(e)), -inf below -shift_limit.
+// The new running maximum (units of 8 log2(e)), -inf below -shift_limit; of a value, and of each
+// lane of a bundle (a NaN lane stays NaN, as simd::maximum gives it).
 template <class F>
 inline F running_max8(F m8, F mx8) noexcept {
     const F mn = std::max(m8, mx8);
     return mn < -shift_limit<F> ? -std::numeric_limits<F>::infinity() : mn;
+}
+template <class B>
+inline B running_max8_lanes(const B& m8, const B& mx8) noexcept {
+    using F = simd::value_t<B>;
+    const B mn = simd::maximum(m8, mx8);
+    return simd::select<B>(mn < B(-shift_limit<F>), B(-std::numeric_limits<F>::infinity()), mn);
 }
 
 // Online softmax of each query's row: P in place of S, the new maxima and sums, and the factor
@@ -450,15 +452,15 @@ inline void decode_pv(const F* pt, const F* v, std::size_t ldv, const F* alpha, 
 // multiple of W up to BN: KB, or a run of a tile's live eighths), of which the first `live` take
 // part in P V (the rest are masked; their V rows may hold anything). Where the
 // tile-at-a-time stages read K and then V in 128 KiB runs (one memory stream at a time), this
-// reads both, W rows each in turn, as llama.cpp's per-key loop does. With each V row it requests
-// the K and V rows Ahead keys on (up to row `last`) through k_rows and v_rows (rows_ahead, or
-// no_rows_ahead: nothing).
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, std::size_t RK, std::size_t Ahead,
-          class F, class TK, class TV, class Tree, std::size_t Rs, class KAhead, class VAhead>
+// reads both, W rows each in turn, as llama.cpp's per-key loop does. Pipelined (one query): the
+// next block's scores are taken with this block's P V, K row jb + W + j read beside V row
+// jb + j, so that K and V stream from memory together (docs/performance.md, 2026-11-27); more
+// queries' sums do not fit the registers.
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Pipelined, class F, class TK,
+          class TV, class Tree, std::size_t Rs>
 __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k, std::size_t ldk, const TV* v, std::size_t ldv,
                                                          const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
-                                                         const decode_state<F, NQ, DV>& s, KAhead k_rows, VAhead v_rows,
-                                                         std::size_t last, std::size_t kb, std::size_t live) noexcept {
+                                                         const decode_state<F, NQ, DV>& s, std::size_t kb, std::size_t live) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W;
     constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
     static_assert(KB % W == 0);
@@ -467,9 +469,12 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
         m[i] = B(s.m[i]), l[i] = B(s.l[i]);
         for (std::size_t c = 0; c < NV; ++c) o[i][c] = B::load_unaligned(s.o + i * DV + c * W);
     }
+    static_assert(!Pipelined || NQ == 1);
+    B next[NQ];
+    simd::dot_block<NQ, D>(q, k, ldk, next);
     for (std::size_t jb = 0; jb < kb; jb += W) {
         B sc[NQ], p[NQ];
-        simd::dot_block<NQ, D>(q, k + jb * ldk, ldk, sc);
+        for (std::size_t i = 0; i < NQ; ++i) sc[i] = next[i];
         for (std::size_t i = 0; i < NQ; ++i) {
             sc[i].store_aligned(st + i * BN + jb);  // one store, read back whole by the tree
             pos.idx[Rs - 2] = i;
@@ -479,8 +484,7 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
             // loads issue while it runs. A NaN score does not move the maximum.
             const B mx = simd::max_across(simd::running_max(B(ninf), sv));  // (every lane holds it)
             if (mx.get(0) != -ninf) check_tile_max(mx.get(0) * L8);
-            const B mn0 = simd::maximum(m[i], mx * B(L8));
-            const B mn = simd::select<B>(mn0 < B(-shift_limit<F>), B(ninf), mn0);
+            const B mn = running_max8_lanes(m[i], mx * B(L8));
             const B shift = simd::select<B>(mn == B(ninf), B(F(0)), mn);
             const B alpha = simd::exp2_eighths(m[i] - shift);  // 0 while m is -inf
             m[i] = mn;
@@ -488,15 +492,18 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
             l[i] = simd::fma(l[i], alpha, simd::sum_across(p[i]));
             for (std::size_t c = 0; c < NV; ++c) o[i][c] = o[i][c] * alpha;
         }
+        const bool more = jb + W < kb;
         if (jb + W > live) {  // keys past `live` take no part (a tile the masks cut)
             alignas(64) F pa[NQ][W];
             for (std::size_t i = 0; i < NQ; ++i) p[i].store_aligned(pa[i]);
             for (std::size_t j = jb; j < live; ++j)
                 for (std::size_t i = 0; i < NQ; ++i)
                     for (std::size_t c = 0; c < NV; ++c) o[i][c] = simd::fma(B(pa[i][j - jb]), simd::load<B>(v + j * ldv + c * W), o[i][c]);
+            if (more) simd::dot_block<NQ, D>(q, k + (jb + W) * ldk, ldk, next);
             continue;
         }
-        for (std::size_t j = 0; j < W; ++j) {  // P V, the probabilities broadcast from registers
+        // P V for key jb + j, the probabilities broadcast from registers
+        auto pv_row = [&](std::size_t j) __attribute__((always_inline)) {
             B vv[NV];
             for (std::size_t c = 0; c < NV; ++c) vv[c] = simd::load<B>(v + (jb + j) * ldv + c * W);
             for (std::size_t i = 0; i < NQ; ++i) {
@@ -504,9 +511,15 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
                 for (std::size_t c = 0; c < NV; ++c) o[i][c] = simd::fma(pj, vv[c], o[i][c]);
             }
             simd::keep_memory_order();  // V row by row (clang interleaved them)
-            const std::size_t r = std::min(jb + Ahead + j, last);
-            k_rows.template request<D>(r);
-            v_rows.template request<DV>(r);
+        };
+        if (Pipelined && more) {
+            simd::dot_block<NQ, D>(q, k + (jb + W) * ldk, ldk, next, [&](std::size_t j) __attribute__((always_inline)) {
+                pv_row(j);
+                asm volatile("" ::: "memory");  // (g++ otherwise splits the two loops again)
+            });
+        } else {
+            for (std::size_t j = 0; j < W; ++j) pv_row(j);
+            if (more) simd::dot_block<NQ, D>(q, k + (jb + W) * ldk, ldk, next);
         }
     }
     for (std::size_t i = 0; i < NQ; ++i) {
@@ -598,14 +611,12 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         const auto [k, ldk] = rows.template operator()<true, D, blocks && streamed<Kt, F, 1>>(kt, sp, kpack);
         if constexpr (G::stream && blocks) {
             const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
-            constexpr std::size_t A = G::stream_ahead;
-            if constexpr (A > 0 && may_ahead && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
-                if (ahead)
-                    return decode_stream<B, NQ, KB, BN, D, DV, G::RK, A>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s,
-                                                                         rows_ahead<typename Kt::value_type>{k, ldk},
-                                                                         rows_ahead<typename Vl::value_type>{vr, ldv}, je - j0 - 1, kb, live);
-            return decode_stream<B, NQ, KB, BN, D, DV, G::RK, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, no_rows_ahead{},
-                                                                 no_rows_ahead{}, 0, kb, live);
+            // One query over a cache of F in place from DRAM (ahead) takes the pipelined stream;
+            // a bf16 cache was slower with it (docs/performance.md, 2026-11-27)
+            constexpr bool pipe = NQ == 1 && may_ahead && in_place<Kt, F, 1> && in_place<Vl, F, 0>;
+            if constexpr (pipe)
+                if (ahead) return decode_stream<B, NQ, KB, BN, D, DV, true>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
+            return decode_stream<B, NQ, KB, BN, D, DV, false>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
         }
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
@@ -651,19 +662,24 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
         if constexpr (has_index_where<Tree>()) {
             if (index_conditions_never(tree, tile_box)) return run_tile.template operator()<KB, true>(j0);
-            const std::size_t end = live_end(tree, tile_box);  // keys from here on take no part
             if constexpr (KB == BN) {
                 // A partly masked tile (the cache's last, a causal chunk's diagonal): when the
                 // masks rule out two of its eighths or more, the others run as tiles of their own,
                 // one instantiation for every length (docs/performance.md, "night").
                 constexpr std::size_t E = KB / 8;
                 unsigned live = 0;  // bit e: eighth e holds a score the masks leave
+                box<Rs> part = tile_box;
                 for (std::size_t e = 0; e < 8; ++e) {
-                    box<Rs> part = tile_box;
                     part.lo[Rs - 1] = j0 + e * E;
                     part.hi[Rs - 1] = j0 + e * E + E - 1;
                     if (bounds(tree, part).hi != -inf) live |= 1u << e;
                 }
+                if (live == 0) return;
+                // Keys from `end` on take no part: it lies in the last live eighth (the eighths
+                // past it hold -inf only), searched alone (6 bounds for 256 keys, not 9).
+                part.lo[Rs - 1] = j0 + (std::bit_width(live) - 1) * E;
+                part.hi[Rs - 1] = part.lo[Rs - 1] + E - 1;
+                const std::size_t end = live_end(tree, part);
                 if (std::popcount(live) <= (fold ? 7 : 6)) {  // eighths as tiles: ~1.3x an eighth's work each
                     for (std::size_t e = 0; e < 8;) {
                         const std::size_t n = fold ? std::countr_one(live >> e) : live >> e & 1u;
@@ -672,7 +688,9 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
                     }
                     return;
                 }
+                return run_tile.template operator()<KB, false>(j0, KB, end - j0);
             }
+            const std::size_t end = live_end(tree, tile_box);  // keys from here on take no part
             return run_tile.template operator()<KB, false>(j0, KB, end - j0);
         }
         run_tile.template operator()<KB, false>(j0);
