@@ -548,13 +548,17 @@ inline B lane_broadcast(const B& x, std::size_t j) noexcept {
     return B(t[j]);
 }
 
+// A compiler barrier (an empty asm that may read and write memory; no instruction): no load or
+// store moves across it, so loops the compiler would split or interleave stay as written.
+inline void memory_barrier() noexcept { asm volatile("" ::: "memory"); }
+
 // With clang, memory reads and writes stay on their side of this point (a compiler barrier, no
 // instruction): it keeps the rows of a block read one after another where clang's scheduler
 // interleaves them to save registers, which halves a DRAM stream on Zen 5. g++ keeps the order
 // by itself, and there the barrier cost 10–14 % in decode (docs/design.md, "Decode streams").
 inline void keep_memory_order() noexcept {
 #if defined(__clang__)
-    asm volatile("" ::: "memory");
+    memory_barrier();
 #endif
 }
 

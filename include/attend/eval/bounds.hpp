@@ -82,21 +82,21 @@ inline bool holds(interval a, double x) { return a.lo <= x && x <= a.hi; }
 // a with `nan` set when an operand may be NaN or `arises` (inf - inf, 0 x inf inside the operands).
 inline interval or_nan(interval a, bool arises) { return {a.lo, a.hi, a.nan || arises}; }
 
-[[gnu::always_inline]] inline interval times(interval a, interval b) {
-    const double p[] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
-    for (double x : p)
-        if (std::isnan(x)) return anything;
-    const bool zero_inf = (holds(a, 0) && (std::isinf(b.lo) || std::isinf(b.hi))) || (holds(b, 0) && (std::isinf(a.lo) || std::isinf(a.hi)));
-    return {*std::min_element(p, p + 4), *std::max_element(p, p + 4), a.nan || b.nan || zero_inf};
-}
-
-// a / b for b of one sign: the quotients of the ends, each rounded once (inf / inf: anything).
-inline interval quotient(interval a, interval b) {
-    const double p[] = {a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi};
+// The hull of f at the four corners of a x b (a NaN corner, such as inf / inf: anything).
+template <class Fn>
+[[gnu::always_inline]] inline interval corners(interval a, interval b, Fn f) {
+    const double p[] = {f(a.lo, b.lo), f(a.lo, b.hi), f(a.hi, b.lo), f(a.hi, b.hi)};
     for (double x : p)
         if (std::isnan(x)) return anything;
     return {*std::min_element(p, p + 4), *std::max_element(p, p + 4), a.nan || b.nan};
 }
+// a * b, NaN where 0 x inf lies inside the operands.
+[[gnu::always_inline]] inline interval times(interval a, interval b) {
+    const bool zero_inf = (holds(a, 0) && (std::isinf(b.lo) || std::isinf(b.hi))) || (holds(b, 0) && (std::isinf(a.lo) || std::isinf(a.hi)));
+    return or_nan(corners(a, b, [](double x, double y) { return x * y; }), zero_inf);
+}
+// a / b for b of one sign: the quotients of the ends, each rounded once.
+inline interval quotient(interval a, interval b) { return corners(a, b, [](double x, double y) { return x / y; }); }
 
 inline interval truth(bool always, bool never) { return always ? interval{1, 1} : never ? interval{0, 0} : interval{0, 1}; }
 

@@ -515,7 +515,7 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
         if (Pipelined && more) {
             simd::dot_block<NQ, D>(q, k + (jb + W) * ldk, ldk, next, [&](std::size_t j) __attribute__((always_inline)) {
                 pv_row(j);
-                asm volatile("" ::: "memory");  // (g++ otherwise splits the two loops again)
+                simd::memory_barrier();  // (g++ otherwise splits the two loops again)
             });
         } else {
             for (std::size_t j = 0; j < W; ++j) pv_row(j);
