@@ -297,13 +297,28 @@ inline xsimd::batch<float, A> exp_float(const xsimd::batch<float, A>& x) noexcep
     }
 }
 
+// f applied to each lane of x in turn (the scalar function on a vector's rare lanes).
+template <class B, class Fn>
+inline B lane_by_lane(const B& x, Fn f) noexcept {
+    alignas(64) value_t<B> v[lanes<B>];
+    x.store_aligned(v);
+    for (auto& e : v) e = f(e);
+    return B::load_aligned(v);
+}
+
 template <class B>
 inline B exp(const B& x) noexcept {
     if constexpr (is_batch<B> && std::is_same_v<value_t<B>, float>) {
         return exp_float(x);
     } else if constexpr (is_batch<B>) {
-        // xsimd 8.1's double exp converts its argument to an integer before range checks (UB for
-        // -inf, which softmax feeds it): clamp to where exp is 0 or inf anyway, keep NaN.
+        // xsimd 8.1's double exp overflows from 709.5 (std's limit is 709.78) and gives 0 for
+        // every subnormal result (below -708.4): a batch with a lane in (708, inf) or (-746, -708)
+        // takes std::exp lane by lane (rare; infinities and -1e9 padding stay on the vector path).
+        const B inf(std::numeric_limits<value_t<B>>::infinity());
+        if (xsimd::any((x > B(708.0) && x < inf) || (x < B(-708.0) && x > B(-746.0))))
+            return lane_by_lane(x, [](value_t<B> e) { return std::exp(e); });
+        // It also converts its argument to an integer before range checks (UB for -inf, which
+        // softmax feeds it): clamp to where exp is 0 or inf anyway, keep NaN.
         const B clamped = xsimd::min(xsimd::max(x, B(-746.0)), B(710.0));
         return xsimd::select(is_nan(x), x, xsimd::exp(clamped));
     } else {
@@ -398,18 +413,19 @@ inline B running_max(const B& m, const B& x) noexcept {
 
 // log: xsimd 8.1's log does not compile with g++ at -O0 on AVX-512BW (its integer select
 // reaches byte-blend intrinsics that g++ defines as macros without optimisation), so such
-// unoptimised builds take the log lane by lane; every other build uses xsimd's.
+// unoptimised builds take the log lane by lane; every other build uses xsimd's, except for a
+// batch holding a positive subnormal double (xsimd's is off by up to 38 there).
 template <class B>
 inline B log(const B& x) noexcept {
     if constexpr (!is_batch<B>) {
         return std::log(x);
     } else {
+        auto std_log = [](value_t<B> e) { return std::log(e); };
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__) && defined(__AVX512BW__)
-        alignas(64) value_t<B> v[lanes<B>];
-        x.store_aligned(v);
-        for (auto& e : v) e = std::log(e);
-        return B::load_aligned(v);
+        return lane_by_lane(x, std_log);
 #else
+        if constexpr (std::is_same_v<value_t<B>, double>)
+            if (xsimd::any(x > B(0.0) && x < B(std::numeric_limits<double>::min()))) return lane_by_lane(x, std_log);
         return xsimd::log(x);
 #endif
     }

@@ -1,5 +1,5 @@
 // Attention with keys of the wrong width names the operation and the three shapes.
-// expect: scaled_dot_product_attention: needs Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV)
+// expect: scaled_dot_product_attention: needs Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV) with batch axes (...) that broadcast
 // expect: shape<4, 8>
 // expect: shape<6, 7>
 #include <attend/attend.hpp>

@@ -2,7 +2,8 @@
 // fused attention (plain, causal, GQA), contractions (batched with an epilogue, several k blocks
 // and a column tail; a packed B panel), one-row matvecs in both weight layouts, and elementwise
 // trees (dense, broadcast, index-generated), at sizes above the parallel threshold; decode over
-// eight KV heads too, and decode split across threads within a bound (its merge reassociates).
+// eight KV heads too, and decode split across threads within a bound (its merge reassociates),
+// but not split inside the user's OpenMP region (bit-identical to one thread there).
 // The team that runs the loops: items reach a second thread, nested loops and loops inside the
 // user's OpenMP region run serially, loops from two threads at once both finish, the team wakes
 // after sleeping, and a forked child's loops run serially. A plain main.
@@ -204,6 +205,23 @@ int main() {
         auto s = attend::matmul(*dq, attend::transpose(k1)) * 0.125f;
         return attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, 1, 4, 5000>() >= 4321, -INFINITY)), v1);
     });
+    {  // inside the user's OpenMP region it runs serially and unsplit: a one-thread run's bits
+        auto decode = [&] {
+            auto s = attend::matmul(*dq, attend::transpose(k1)) * 0.125f;
+            return attend::eval(attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, 1, 4, 5000>() >= 4321, -INFINITY)), v1));
+        };
+        omp_set_num_threads(1);
+        const auto one = decode();
+        omp_set_num_threads(2);
+        int same = 0;
+#pragma omp parallel num_threads(2) reduction(+ : same)
+        {
+            const auto mine = decode();
+            same += std::memcmp(mine.data(), one.data(), sizeof(one)) == 0;
+        }
+        std::printf("decode inside an OpenMP region of two threads: %d of 2 bit-identical to one thread\n", same);
+        ok &= same == 2;
+    }
     ok &= identical<tensor<float, 8, 4, 64>>("decode, eight KV heads", [&] {
         return attend::scaled_dot_product_attention(*mq, *dk, *dv, attend::iota<2, 8, 4, 5000>() >= 4999);
     });

@@ -32,10 +32,21 @@ namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
 namespace detail {
 
+#if defined(ATTEND_PARALLEL) && defined(_OPENMP)
+// True on a thread that is running items of a parallel_for (nested loops run serially there).
+inline bool& in_parallel_loop() noexcept {
+    thread_local bool inside = false;
+    return inside;
+}
+#endif
+
 // How many threads parallel_for may use: a plan splits its work into at least this many items
-// when one item would otherwise be the whole of it.
+// when one item would otherwise be the whole of it. One inside a parallel loop or an OpenMP
+// region of the user's, where loops run serially (a split would only cost, and change decode's
+// sums from a one-thread run's).
 inline std::size_t worker_count() noexcept {
 #if defined(ATTEND_PARALLEL) && defined(_OPENMP)
+    if (in_parallel_loop() || omp_in_parallel()) return 1;
     return static_cast<std::size_t>(omp_get_max_threads());
 #else
     return 1;
@@ -157,12 +168,6 @@ private:
     alignas(64) std::atomic<std::size_t> finished_{0};
     alignas(64) std::atomic<int> sleepers_{0};
 };
-
-// True on a thread that is running items of a parallel_for (nested loops run serially there).
-inline bool& in_parallel_loop() noexcept {
-    thread_local bool inside = false;
-    return inside;
-}
 
 #endif
 

@@ -2,6 +2,7 @@
 // expressions, so it takes whatever plan the hand-written formula takes.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -20,12 +21,23 @@ struct attention {};
 }  // namespace op
 
 namespace check {
-// Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV).
+// Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV), the batch axes (...) broadcasting together.
 template <class Op, class Q, class K, class V>
 struct attention_shapes {
-    static constexpr bool ok = Q::rank >= 2 && K::rank >= 2 && V::rank >= 2 &&
-                               Q::extents[Q::rank - 1] == K::extents[K::rank - 1] &&
-                               K::extents[K::rank - 2] == V::extents[V::rank - 2];
+    static constexpr bool ok = [] {
+        if constexpr (Q::rank < 2 || K::rank < 2 || V::rank < 2) {
+            return false;
+        } else {
+            if (Q::extents[Q::rank - 1] != K::extents[K::rank - 1] || K::extents[K::rank - 2] != V::extents[V::rank - 2]) return false;
+            auto batch = []<class S>(S) {
+                std::array<std::size_t, S::rank - 2> b{};
+                for (std::size_t k = 0; k + 2 < S::rank; ++k) b[k] = S::extents[k];
+                return b;
+            };
+            const auto qb = batch(Q{}), kb = batch(K{}), vb = batch(V{});
+            return shapes::broadcastable(qb, kb) && shapes::broadcastable(shapes::broadcast(qb, kb), vb);
+        }
+    }();
 };
 }  // namespace check
 
@@ -35,7 +47,7 @@ template <class Q, class K, class V>
 constexpr bool check_attention() {
     constexpr bool ok = check::attention_shapes<op::attention, shape_t<operand_t<Q>>, shape_t<operand_t<K>>, shape_t<operand_t<V>>>::ok;
     static_assert(check::attention_shapes<op::attention, shape_t<operand_t<Q>>, shape_t<operand_t<K>>, shape_t<operand_t<V>>>::ok,
-                  "attend: scaled_dot_product_attention: needs Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV)");
+                  "attend: scaled_dot_product_attention: needs Q (..., NQ, DK), K (..., NK, DK), V (..., NK, DV) with batch axes (...) that broadcast");
     return ok;
 }
 

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <tuple>
 #include <type_traits>
@@ -52,12 +53,14 @@ inline constexpr bool is_view_of_memory = [] {
 
 [[noreturn]] inline void out_of_range(const char* operation, std::size_t axis, std::size_t first, std::size_t count,
                                       std::size_t extent) {
-    char what[200];
+    char what[240], signed_note[64] = "";
+    if (first > std::size_t(PTRDIFF_MAX))  // a negative index converted to std::size_t
+        std::snprintf(signed_note, sizeof signed_note, " (%td as a signed number)", static_cast<std::ptrdiff_t>(first));
     if (first > std::size_t(-1) - count)  // the last position itself would wrap
-        std::snprintf(what, sizeof what, "%zu positions from %zu on axis %zu are out of range (its extent is %zu)", count, first, axis,
-                      extent);
+        std::snprintf(what, sizeof what, "%zu positions from %zu%s on axis %zu are out of range (its extent is %zu)", count, first,
+                      signed_note, axis, extent);
     else
-        std::snprintf(what, sizeof what, "positions %zu .. %zu of axis %zu are out of range (its extent is %zu)", first,
+        std::snprintf(what, sizeof what, "positions %zu%s .. %zu of axis %zu are out of range (its extent is %zu)", first, signed_note,
                       first + count - 1, axis, extent);
     check::stop(operation, what);
 }
