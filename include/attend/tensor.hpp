@@ -176,7 +176,7 @@ public:
 private:
     template <class E, class Arch = simd::default_arch>
     strided_ref& assign_from(E&& e) {
-        static_assert(!std::is_const_v<T>, "attend: slice: cannot assign to a view of const elements");
+        static_assert(!std::is_const_v<T>, "attend: slice: cannot assign to a view of const elements (a slice of a transpose or permute reads only)");
         if constexpr (!std::is_const_v<T>) detail::assign_strided<Arch, op::assign, L>(p_, static_cast<E&&>(e));
         return *this;
     }

@@ -25,6 +25,9 @@ struct model {
 struct wide {  // double weights beyond float's range are finite
     BOOST_HANA_DEFINE_STRUCT(wide, (tensor<double, 3>, d));
 };
+struct flags {  // a bool member: bytes 0 and 1 only
+    BOOST_HANA_DEFINE_STRUCT(flags, (tensor<float, 2>, w), (tensor<bool, 4>, keep));
+};
 static_assert(attend::nn::parameter_count<model>() == 3 * E * D + D * E + E);
 static_assert(attend::nn::byte_size<model>() == 4 * (3 * E * D + D * E + E));
 
@@ -125,6 +128,21 @@ BOOST_AUTO_TEST_CASE(bad_input_leaves_the_model_untouched) {
     w0.d(2) = std::numeric_limits<double>::infinity();
     attend::nn::save(w0, wb);
     BOOST_TEST((attend::nn::load(w1, wb, attend::nn::validation::finite).status == attend::nn::status::non_finite));
+
+    // A bool member's byte other than 0 or 1 is refused, with or without validation (reading it
+    // as bool would be undefined).
+    flags g0{}, g1{};
+    g0.keep(1) = true;
+    std::vector<std::byte> gb(attend::nn::byte_size<flags>());
+    attend::nn::save(g0, gb);
+    BOOST_TEST(bool(attend::nn::load(g1, gb)));
+    BOOST_TEST((g1.keep(1) && !g1.keep(0)));
+    gb[8 + 2] = std::byte{2};
+    g1.keep(1) = false;
+    r = attend::nn::load(g1, gb);
+    BOOST_TEST((r.status == attend::nn::status::invalid_bool));
+    BOOST_TEST(r.message.find("keep[2] is the byte 2, not a bool") != std::string::npos, r.message);
+    BOOST_TEST(!g1.keep(1));  // untouched
 
     // Too small a buffer to save into.
     std::vector<std::byte> small(10);

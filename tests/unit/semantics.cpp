@@ -235,4 +235,52 @@ BOOST_AUTO_TEST_CASE(slices_and_gathers) {
     ref::expect_all(b, [&](auto& i) { return ref::at(table, {7, i[2]}); });
 }
 
+// Trees of integers keep every bit (a review found int64 beyond 2^53 rounded by a plain copy, a
+// view, a take, max and argmax, computed in double) and wrap as NumPy's do (int32 INT_MAX + 1,
+// uint8 200 + 200, an int64 sum past the range: converting such doubles back was undefined).
+BOOST_AUTO_TEST_CASE(integer_trees_are_exact) {
+    using i64 = std::int64_t;
+    const i64 v = (i64{1} << 53) + 1, big = (i64{1} << 62) + 1;
+    attend::tensor<i64, 2, 3> a{v, big, -v, 7, -big, v - 1};
+    const attend::tensor<i64, 2, 3> copy = a, plus0 = a + 0, times1 = a * 1, neg = -(-a);
+    const attend::tensor<i64, 3, 2> tr = attend::transpose(a);
+    attend::tensor<i64, 2> idx{1, 0};
+    const attend::tensor<i64, 2, 3> gathered = attend::take<0>(a, idx);
+    for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t j = 0; j < 3; ++j) {
+            BOOST_TEST(copy(i, j) == a(i, j));
+            BOOST_TEST(plus0(i, j) == a(i, j));
+            BOOST_TEST(times1(i, j) == a(i, j));
+            BOOST_TEST(neg(i, j) == a(i, j));
+            BOOST_TEST(tr(j, i) == a(i, j));
+            BOOST_TEST(gathered(i, j) == a(1 - i, j));
+        }
+    const attend::tensor<i64, 2, 1> mx = attend::max(a);
+    BOOST_TEST(mx(0, 0) == big);
+    BOOST_TEST(mx(1, 0) == v - 1);
+    attend::tensor<i64, 1, 3> close{v - 1, v, v - 1};
+    const attend::tensor<i64, 1, 1> am = attend::argmax(close);
+    BOOST_TEST(am(0, 0) == 1);
+    const attend::tensor<bool, 1, 3> eq = close == v - 1;
+    BOOST_TEST((eq(0, 0) && !eq(0, 1) && eq(0, 2)));
+    attend::tensor<i64, 3> negatives{-5, -3, -9};
+    BOOST_TEST(attend::eval(attend::max(negatives))(0) == -3);
+    attend::tensor<std::uint64_t, 2> u{(std::uint64_t{1} << 63) + 1, ~std::uint64_t{0}};
+    const attend::tensor<std::uint64_t, 2> ucopy = u + std::uint64_t{0};
+    BOOST_TEST(ucopy(0) == u(0));
+    BOOST_TEST(ucopy(1) == u(1));
+    // wrapping, as NumPy's
+    attend::tensor<std::int32_t, 3> i32{std::numeric_limits<std::int32_t>::max(), std::numeric_limits<std::int32_t>::min(), 100000};
+    const attend::tensor<std::int32_t, 3> inc = i32 + 1, sq = i32 * i32, flip = -i32;
+    BOOST_TEST(inc(0) == std::numeric_limits<std::int32_t>::min());
+    BOOST_TEST(sq(2) == 1410065408);  // 10^10 mod 2^32
+    BOOST_TEST(flip(1) == std::numeric_limits<std::int32_t>::min());
+    attend::tensor<std::uint8_t, 2> u8{200, 0};
+    const attend::tensor<std::uint8_t, 2> u8sum = u8 + u8, u8dec = u8 - 1;
+    BOOST_TEST(int(u8sum(0)) == 144);
+    BOOST_TEST(int(u8dec(1)) == 255);
+    attend::tensor<i64, 2> huge{std::numeric_limits<i64>::max(), 5};
+    BOOST_TEST(attend::eval(attend::sum(huge))(0) == std::numeric_limits<i64>::min() + 4);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -19,8 +19,8 @@ namespace detail {
 
 template <class Arch, class S, class T, class E>
 inline void run_elementwise(T* out, const E& e) noexcept {
-    using F = compute_t<E, floating_or_double<T>>;
-    using B = simd::batch<F, Arch>;
+    using F = tree_compute_t<E, T>;
+    using B = tree_bundle_t<E, T, Arch>;
     constexpr std::size_t W = simd::lanes<B>;
 
     if constexpr (dense_in<E, S>()) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <bit>
 #include <string>
 #include <type_traits>
 
@@ -26,8 +27,12 @@ constexpr const char* type_name() {
     else if constexpr (std::is_same_v<T, bool>) return "bool";
     else if constexpr (std::is_same_v<T, bf16>) return "bf16";
     else if constexpr (std::is_same_v<T, f16>) return "f16";
-    else if constexpr (std::is_integral_v<T>) return "int";
-    else return "?";
+    else if constexpr (std::is_integral_v<T>) {
+        constexpr const char* names[2][4] = {{"int8", "int16", "int32", "int64"}, {"uint8", "uint16", "uint32", "uint64"}};
+        return sizeof(T) > 8 ? "int" : names[std::is_unsigned_v<T>][std::bit_width(sizeof(T)) - 1];
+    } else {
+        return "?";
+    }
 }
 
 template <class S>
@@ -107,7 +112,7 @@ template <class E, class Arch = simd::default_arch>
 std::string explain(const E& e) {
     using L = operand_t<const E&>;
     using S = typename L::shape_type;
-    using F = detail::compute_t<L, detail::floating_or_double<typename L::value_type>>;
+    using F = detail::tree_compute_t<L, typename L::value_type>;
     (void)e;
     std::string s = "shape " + detail::extents_text<S>() + ", compute type " + detail::type_name<F>() + "\n";
     constexpr plan p = detail::plan_for<L, S>();

@@ -42,10 +42,15 @@ constexpr const auto& attention_of(const E& e) noexcept {
 template <class E, class S>
 constexpr plan plan_for() {
     constexpr bool own_shape = std::is_same_v<typename E::shape_type, S>;
-    if constexpr (attention_plan<E, S> || rounded_attention<E, S>) return plan::attention;
-    else if constexpr (contraction_plan<E, S>)
-        return matvec_applies<std::remove_cvref_t<decltype(find_matmul(std::declval<const E&>()))>> ? plan::matvec : plan::contraction;
-    else if constexpr (is_elementwise<E>) return plan::elementwise;
+    if constexpr (attention_plan<E, S> || rounded_attention<E, S>) {
+        return plan::attention;
+    } else if constexpr (contraction_plan<E, S>) {
+        using MM = std::remove_cvref_t<decltype(find_matmul(std::declval<const E&>()))>;
+        // Elementwise work around an attention (a residual, an activation): the attention nest
+        // into a temporary, then the tree (a contraction would materialise the score matrix).
+        if constexpr (attention_plan<MM, typename MM::shape_type>) return plan::materialising;
+        else return matvec_applies<MM> ? plan::matvec : plan::contraction;
+    } else if constexpr (is_elementwise<E>) return plan::elementwise;
     else if constexpr (own_shape && is_kind<E, kind::softmax>) return plan::softmax;
     else if constexpr (own_shape && is_kind<E, kind::reduce>) return plan::reduction;
     else return plan::materialising;

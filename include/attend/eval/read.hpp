@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -65,6 +66,47 @@ using compute_t = std::conditional_t<E::precision == 1, float, std::conditional_
 
 template <class T>
 using floating_or_double = std::conditional_t<std::is_floating_point_v<types::reads_as<T>>, types::reads_as<T>, double>;
+
+// ---- trees of integers -----------------------------------------------------------------------
+// A tree whose every node is integer- or bool-valued runs in double lanes, exact for integers up
+// to 2^53, unless its result goes to an integer destination (its sums and products then wrap, as
+// NumPy's do) or it reads a 64-bit integer: then it runs lane by lane in 64-bit integers
+// (unsigned when it reads a 64-bit unsigned one), wrapping, so that a copy, a take, a where or a
+// maximum of int64 values keeps every bit.
+template <class E>
+constexpr bool integer_valued() {
+    if constexpr (!std::is_integral_v<typename E::value_type>) return false;  // (bool is integral)
+    else if constexpr (category_of<E> == category::leaf) return is_kind<E, kind::memory> || is_kind<E, kind::scalar> || is_kind<E, kind::iota>;
+    else if constexpr (category_of<E> == category::elementwise) return all_children<E>([]<class C>() { return integer_valued<C>(); });
+    else return false;
+}
+// Whether a memory or scalar leaf of the tree holds 64-bit integers (Unsigned: unsigned ones).
+template <class E, bool Unsigned = false>
+constexpr bool reads_wide_integer() {
+    using V = typename E::value_type;
+    if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::scalar>)
+        return std::is_integral_v<V> && sizeof(V) >= 8 && (!Unsigned || std::is_unsigned_v<V>);
+    else if constexpr (category_of<E> == category::elementwise)
+        return any_child<E>([]<class C>() { return reads_wide_integer<C, Unsigned>(); });
+    else return false;
+}
+template <class E, class T>
+inline constexpr bool exact_integers =
+    integer_valued<E>() && ((std::is_integral_v<T> && !std::is_same_v<T, bool>) || reads_wide_integer<E>());
+// The type a tree with result type T computes in, and its bundle of lanes on Arch.
+template <class E, class T>
+using tree_compute_t = std::conditional_t<exact_integers<E, T>, std::conditional_t<reads_wide_integer<E, true>(), std::uint64_t, std::int64_t>,
+                                          compute_t<E, floating_or_double<T>>>;
+template <class E, class T, class Arch>
+using tree_bundle_t = std::conditional_t<exact_integers<E, T>, tree_compute_t<E, T>, simd::batch<tree_compute_t<E, T>, Arch>>;
+// Integer arithmetic wraps (two's complement, as NumPy's): it runs in the unsigned type.
+template <class X>
+inline constexpr bool wrapping = std::is_integral_v<X> && !std::is_same_v<X, bool>;
+template <class X, class Fn>
+inline X wrapped(const X& a, const X& b, Fn f) noexcept {
+    using U = std::make_unsigned_t<X>;
+    return static_cast<X>(f(static_cast<U>(a), static_cast<U>(b)));
+}
 
 // Lanes of element type T: a mask for bool, values otherwise.
 template <class B, class T>
@@ -192,14 +234,29 @@ inline B read(const tile_leaf<F, S, Transposed>& t, const nd_pos<R, L>& p) noexc
 
 // ---- elementwise operations ----------------------------------------------------------------
 
-template <class X, class Y> inline auto apply(op::add, const X& a, const Y& b) noexcept { return a + b; }
-template <class X, class Y> inline auto apply(op::sub, const X& a, const Y& b) noexcept { return a - b; }
-template <class X, class Y> inline auto apply(op::mul, const X& a, const Y& b) noexcept { return a * b; }
+template <class X, class Y> inline auto apply(op::add, const X& a, const Y& b) noexcept {
+    if constexpr (wrapping<X> && std::is_same_v<X, Y>) return wrapped(a, b, [](auto x, auto y) { return x + y; });
+    else return a + b;
+}
+template <class X, class Y> inline auto apply(op::sub, const X& a, const Y& b) noexcept {
+    if constexpr (wrapping<X> && std::is_same_v<X, Y>) return wrapped(a, b, [](auto x, auto y) { return x - y; });
+    else return a - b;
+}
+template <class X, class Y> inline auto apply(op::mul, const X& a, const Y& b) noexcept {
+    if constexpr (wrapping<X> && std::is_same_v<X, Y>) return wrapped(a, b, [](auto x, auto y) { return x * y; });
+    else return a * b;
+}
 template <class X, class Y> inline auto apply(op::div, const X& a, const Y& b) noexcept { return a / b; }
 template <class X> inline auto apply(op::maximum, const X& a, const X& b) noexcept { return simd::maximum(a, b); }
 template <class X> inline auto apply(op::minimum, const X& a, const X& b) noexcept { return simd::minimum(a, b); }
-template <class X> inline auto apply(op::neg, const X& a) noexcept { return -a; }
-template <class X> inline auto apply(op::abs, const X& a) noexcept { return simd::abs(a); }
+template <class X> inline auto apply(op::neg, const X& a) noexcept {
+    if constexpr (wrapping<X>) return wrapped(X(0), a, [](auto x, auto y) { return x - y; });
+    else return -a;
+}
+template <class X> inline auto apply(op::abs, const X& a) noexcept {
+    if constexpr (wrapping<X>) return a < X(0) ? apply(op::neg{}, a) : a;  // (the least value stays, as NumPy's)
+    else return simd::abs(a);
+}
 template <class X> inline auto apply(op::exp, const X& a) noexcept { return simd::exp(a); }
 template <class X> inline auto apply(op::log, const X& a) noexcept { return simd::log(a); }
 template <class X> inline auto apply(op::sqrt, const X& a) noexcept { return simd::sqrt(a); }
@@ -256,7 +313,10 @@ inline auto read(const take_node<Axis, A, I>& node, const nd_pos<R, L>& p) noexc
 // The value U(v) takes, expressed in the compute bundle B (a mask when U is bool).
 template <class U, class B, class V>
 inline auto convert(const V& v) noexcept {
-    if constexpr (std::is_same_v<V, simd::mask_t<B>> && !std::is_same_v<V, B>) {  // from bool
+    if constexpr (wrapping<B> && std::is_same_v<V, B>) {  // a tree of integers: U's value, wrapped as NumPy's astype
+        if constexpr (std::is_same_v<U, bool>) return v != B(0);
+        else return static_cast<B>(static_cast<U>(v));
+    } else if constexpr (std::is_same_v<V, simd::mask_t<B>> && !std::is_same_v<V, B>) {  // from bool
         if constexpr (std::is_same_v<U, bool>) return v;
         else return simd::select<B>(v, simd::splat<B>(1), simd::splat<B>(0));
     } else if constexpr (std::is_same_v<U, bool>) {

@@ -53,12 +53,16 @@ inline B fold_row(const B& init, Lanes&& lanes, Combine&& combine) {
 template <class Op>
 struct reducer;
 
+// The identity of max: -inf, or an integer type's least value.
+template <class F>
+inline constexpr F lowest = std::numeric_limits<F>::has_infinity ? -std::numeric_limits<F>::infinity() : std::numeric_limits<F>::lowest();
+
 template <>
 struct reducer<op::sum> {
     template <class B>
     static B identity() { return simd::splat<B>(0); }
     template <class B>
-    static B combine(const B& acc, const B& v) { return acc + v; }
+    static B combine(const B& acc, const B& v) { return apply(op::add{}, acc, v); }
     template <class B>
     static simd::value_t<B> horizontal(const B& acc) { return simd::reduce_add(acc); }
 };
@@ -66,7 +70,7 @@ struct reducer<op::sum> {
 template <>
 struct reducer<op::max> {
     template <class B>
-    static B identity() { return simd::splat<B>(-std::numeric_limits<simd::value_t<B>>::infinity()); }
+    static B identity() { return simd::splat<B>(lowest<simd::value_t<B>>); }
     template <class B>
     static B combine(const B& acc, const B& v) { return simd::maximum(acc, v); }
     template <class B>
@@ -77,7 +81,7 @@ struct reducer<op::max> {
 // as the first NaN, so the first index of the maximum survives.
 template <class B>
 struct arg_best {
-    B value = simd::splat<B>(-std::numeric_limits<simd::value_t<B>>::infinity());
+    B value = simd::splat<B>(lowest<simd::value_t<B>>);
     B index = simd::splat<B>(0);
     bool any = false;
     void take(const B& v, const B& i) {
@@ -95,7 +99,7 @@ struct arg_best {
 template <class B, std::size_t n, class Arg, std::size_t R>
 inline simd::value_t<B> argmax_row(const Arg& arg, nd_pos<R> p) {
     using F = simd::value_t<B>;
-    constexpr std::size_t W = simd::lanes<B>, NV = n / W * W;
+    constexpr std::size_t W = simd::lanes<B>, NV = simd::is_batch<B> ? n / W * W : 0;  // (scalar: a tree of integers)
     arg_best<B> vec;
     for (std::size_t j = 0; j < NV; j += W) {
         p.idx[R - 1] = j;
@@ -165,8 +169,8 @@ template <class Arch, class T, class Op, std::size_t Axis, class A>
 void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
     using S = typename A::shape_type;
     lower<Arch>(node.arg, [&](const auto& arg) {
-        using F = compute_t<std::remove_cvref_t<decltype(arg)>, floating_or_double<T>>;
-        using B = simd::batch<F, Arch>;
+        using F = tree_compute_t<std::remove_cvref_t<decltype(arg)>, T>;
+        using B = tree_bundle_t<std::remove_cvref_t<decltype(arg)>, T, Arch>;
         constexpr std::size_t W = simd::lanes<B>, R = S::rank, n = S::extents[Axis];
         if constexpr (Axis == R - 1) {
             for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) {

@@ -67,8 +67,8 @@ inline constexpr bool is_view_of_memory = [] {
 }  // namespace detail
 
 // slice<Axis, Extent>(t, start): positions start .. start+Extent-1 of t along Axis. t is a tensor,
-// a tensor_ref, a slice, or a view of one (transpose, permute); the result is assignable when t's
-// memory is writable.
+// a tensor_ref, a slice, or a view of one (transpose, permute); the result is assignable when t
+// is a writable tensor, tensor_ref or slice (a view's leaf keeps no writable pointer).
 template <std::size_t Axis, std::size_t Extent, class X>
     requires expression<X>
 constexpr auto slice(X&& t, std::size_t start) {

@@ -34,7 +34,7 @@
 
 namespace attend::nn {
 
-enum class status { ok, too_short, too_long, non_finite, cannot_open, read_failed, write_failed };
+enum class status { ok, too_short, too_long, non_finite, cannot_open, read_failed, write_failed, invalid_bool };
 
 // The outcome of a load or save: `if (auto r = nn::load(model, bytes); !r) puts(r.message.c_str());`
 struct result {
@@ -133,6 +133,19 @@ result load(W& model, std::span<const std::byte> bytes, validation check = valid
     if (bytes.size() != need)
         return {bytes.size() < need ? status::too_short : status::too_long,
                 "attend::nn::load: " + std::to_string(bytes.size()) + " bytes given, the model has " + std::to_string(need)};
+    {  // a bool is the byte 0 or 1 (another byte read as bool is undefined), whatever the validation
+        result bad;
+        std::size_t at = 0;
+        detail::for_each_weight(model, [&](const std::string& name, auto& t) {
+            using T = typename std::remove_cvref_t<decltype(t)>::value_type;
+            for (std::size_t k = 0; k < t.size; ++k, at += sizeof(T))
+                if constexpr (std::is_same_v<std::remove_cv_t<T>, bool>)
+                    if (bad && std::to_integer<unsigned>(bytes[at]) > 1)
+                        bad = {status::invalid_bool, "attend::nn::load: " + name + "[" + std::to_string(k) + "] is the byte " +
+                                                         std::to_string(std::to_integer<unsigned>(bytes[at])) + ", not a bool (0 or 1)"};
+        });
+        if (!bad) return bad;
+    }
     if (check == validation::finite) {
         result bad;
         std::size_t at = 0;
