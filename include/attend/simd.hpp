@@ -312,15 +312,16 @@ inline B exp(const B& x) noexcept {
         return exp_float(x);
     } else if constexpr (is_batch<B>) {
         // xsimd 8.1's double exp overflows from 709.5 (std's limit is 709.78) and gives 0 for
-        // every subnormal result (below -708.4): a batch with a lane in (708, inf) or (-746, -708)
-        // takes std::exp lane by lane (rare; infinities and -1e9 padding stay on the vector path).
-        const B inf(std::numeric_limits<value_t<B>>::infinity());
-        if (xsimd::any((x > B(708.0) && x < inf) || (x < B(-708.0) && x > B(-746.0))))
-            return lane_by_lane(x, [](value_t<B> e) { return std::exp(e); });
+        // every subnormal result (below -708.4): lanes in (708, inf) or (-746, -708) take std::exp
+        // (rare; infinities and -1e9 padding stay on the vector path, as do the other lanes).
         // It also converts its argument to an integer before range checks (UB for -inf, which
         // softmax feeds it): clamp to where exp is 0 or inf anyway, keep NaN.
         const B clamped = xsimd::min(xsimd::max(x, B(-746.0)), B(710.0));
-        return xsimd::select(is_nan(x), x, xsimd::exp(clamped));
+        const B fast = xsimd::select(is_nan(x), x, xsimd::exp(clamped));
+        const B inf(std::numeric_limits<value_t<B>>::infinity());
+        const auto edge = (x > B(708.0) && x < inf) || (x < B(-708.0) && x > B(-746.0));
+        if (xsimd::any(edge)) return xsimd::select(edge, lane_by_lane(x, [](value_t<B> e) { return std::exp(e); }), fast);
+        return fast;
     } else {
         return std::exp(x);
     }
@@ -413,8 +414,8 @@ inline B running_max(const B& m, const B& x) noexcept {
 
 // log: xsimd 8.1's log does not compile with g++ at -O0 on AVX-512BW (its integer select
 // reaches byte-blend intrinsics that g++ defines as macros without optimisation), so such
-// unoptimised builds take the log lane by lane; every other build uses xsimd's, except for a
-// batch holding a positive subnormal double (xsimd's is off by up to 38 there).
+// unoptimised builds take the log lane by lane; every other build uses xsimd's, except in lanes
+// holding a positive subnormal double (xsimd's is off by up to 38 there), which take std::log.
 template <class B>
 inline B log(const B& x) noexcept {
     if constexpr (!is_batch<B>) {
@@ -424,8 +425,10 @@ inline B log(const B& x) noexcept {
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE__) && defined(__AVX512BW__)
         return lane_by_lane(x, std_log);
 #else
-        if constexpr (std::is_same_v<value_t<B>, double>)
-            if (xsimd::any(x > B(0.0) && x < B(std::numeric_limits<double>::min()))) return lane_by_lane(x, std_log);
+        if constexpr (std::is_same_v<value_t<B>, double>) {
+            const auto edge = x > B(0.0) && x < B(std::numeric_limits<double>::min());
+            if (xsimd::any(edge)) return xsimd::select(edge, lane_by_lane(x, std_log), B(xsimd::log(x)));
+        }
         return xsimd::log(x);
 #endif
     }

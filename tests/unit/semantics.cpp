@@ -281,6 +281,23 @@ BOOST_AUTO_TEST_CASE(integer_trees_are_exact) {
     BOOST_TEST(int(u8dec(1)) == 255);
     attend::tensor<i64, 2> huge{std::numeric_limits<i64>::max(), 5};
     BOOST_TEST(attend::eval(attend::sum(huge))(0) == std::numeric_limits<i64>::min() + 4);
+    // each node wraps to its own type (int8 100 + 100 is -56 before abs sees it)
+    attend::tensor<std::int8_t, 2> i8{100, -128};
+    const attend::tensor<std::int32_t, 2> wrapped_abs = attend::abs(i8 + i8), own = attend::abs(i8);
+    BOOST_TEST(wrapped_abs(0) == 56);
+    BOOST_TEST(own(1) == -128);
+    // signed values beside uint64 ones: compared and maximised as numbers (a review found every
+    // lane taken as uint64), take's indices of any type
+    attend::tensor<i64, 2> s{-1, 3};
+    attend::tensor<std::uint64_t, 2> small{0, 2};
+    const attend::tensor<bool, 2> lt = s < small, above = small > -1;
+    BOOST_TEST((lt(0) && !lt(1) && above(0) && above(1)));
+    const attend::tensor<double, 2> mx2 = attend::maximum(s, small);
+    BOOST_TEST((mx2(0) == 0 && mx2(1) == 3));
+    attend::tensor<std::int32_t, 3> table{-5, 7, -1};
+    attend::tensor<std::uint64_t, 2> at{0, 2};
+    const attend::tensor<bool, 2> negative = attend::take<0>(table, at) < 0;
+    BOOST_TEST((negative(0) && negative(1)));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

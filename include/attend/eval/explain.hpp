@@ -2,6 +2,7 @@
 // `explain(e)` as text (the loop nest, the tree it evaluates, what is materialised).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <bit>
 #include <string>
@@ -102,6 +103,21 @@ std::string describe() {
 }  // namespace detail
 }  // namespace ATTEND_ARCH_NAMESPACE
 
+namespace detail {
+// The compute type explain reports: a reduction's is its operand's, as evaluate_node takes it (an
+// argmax's own value type is the index's).
+template <class L, bool Reduce = is_kind<L, kind::reduce>>
+struct explained_compute {
+    using type = tree_compute_t<L, typename L::value_type>;
+};
+template <class L>
+struct explained_compute<L, true> {
+    using type = tree_compute_t<std::remove_cvref_t<decltype(std::declval<const L&>().arg)>, typename L::value_type>;
+};
+template <class L>
+using explained_compute_t = typename explained_compute<L>::type;
+}  // namespace detail
+
 // The plan evaluation takes for `E` assigned to its own shape.
 template <class E>
 inline constexpr plan plan_of = detail::plan_for<operand_t<E>, shape_t<operand_t<E>>>();
@@ -112,7 +128,7 @@ template <class E, class Arch = simd::default_arch>
 std::string explain(const E& e) {
     using L = operand_t<const E&>;
     using S = typename L::shape_type;
-    using F = detail::tree_compute_t<L, typename L::value_type>;
+    using F = detail::explained_compute_t<L>;
     (void)e;
     std::string s = "shape " + detail::extents_text<S>() + ", compute type " + detail::type_name<F>() + "\n";
     constexpr plan p = detail::plan_for<L, S>();
@@ -131,7 +147,7 @@ std::string explain(const E& e) {
                  " keys, scores, softmax and outputs in registers, K and V rows read in turn (every row once); keys split "
                  "across threads when there are fewer batch indices than threads\n";
         else if constexpr (MM::M <= DT::max_queries)
-            s += "  decode nest: all " + std::to_string(MM::M) + " queries against each key tile of " + std::to_string(DT::BN) +
+            s += "  decode nest: all " + std::to_string(MM::M) + " queries against each key tile of " + std::to_string(std::min(DT::BN, MM::N)) +
                  " (every K and V row read once), lanes along the head dimension; keys split across threads when there are "
                  "fewer batch indices than threads\n";
         else

@@ -41,8 +41,8 @@ inline bool& in_parallel_loop() noexcept {
 #endif
 
 // How many threads parallel_for may use: a plan splits its work into at least this many items
-// when one item would otherwise be the whole of it. One inside a parallel loop or an OpenMP
-// region of the user's, where loops run serially (a split would only cost, and change decode's
+// when one item would otherwise be the whole of it. One inside a parallel loop or an active
+// OpenMP region of the user's (more than one thread), where loops run serially (a split would only cost, and change decode's
 // sums from a one-thread run's).
 inline std::size_t worker_count() noexcept {
 #if defined(ATTEND_PARALLEL) && defined(_OPENMP)

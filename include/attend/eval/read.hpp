@@ -80,23 +80,36 @@ constexpr bool integer_valued() {
     else if constexpr (category_of<E> == category::elementwise) return all_children<E>([]<class C>() { return integer_valued<C>(); });
     else return false;
 }
-// Whether a memory or scalar leaf of the tree holds 64-bit integers (Unsigned: unsigned ones).
-template <class E, bool Unsigned = false>
-constexpr bool reads_wide_integer() {
+// Whether a memory or scalar leaf of the tree (a take's operand, not its indices) holds values of
+// an integer type that passes Pred.
+template <class E, class Pred>
+constexpr bool reads_integer(Pred pred) {
     using V = typename E::value_type;
-    if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::scalar>)
-        return std::is_integral_v<V> && sizeof(V) >= 8 && (!Unsigned || std::is_unsigned_v<V>);
-    else if constexpr (category_of<E> == category::elementwise)
-        return any_child<E>([]<class C>() { return reads_wide_integer<C, Unsigned>(); });
-    else return false;
+    if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::scalar>) {
+        if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return pred.template operator()<V>();
+        else return false;
+    } else if constexpr (is_kind<E, kind::take>) {
+        return reads_integer<std::remove_cvref_t<decltype(std::declval<const E&>().arg)>>(pred);
+    } else if constexpr (category_of<E> == category::elementwise) {
+        return any_child<E>([&]<class C>() { return reads_integer<C>(pred); });
+    } else {
+        return false;
+    }
 }
+inline constexpr auto wide_integer = []<class V>() { return sizeof(V) >= 8; };
+inline constexpr auto wide_unsigned = []<class V>() { return sizeof(V) >= 8 && std::is_unsigned_v<V>; };
+inline constexpr auto signed_integer = []<class V>() { return std::is_signed_v<V>; };
 template <class E, class T>
 inline constexpr bool exact_integers =
-    integer_valued<E>() && ((std::is_integral_v<T> && !std::is_same_v<T, bool>) || reads_wide_integer<E>());
-// The type a tree with result type T computes in, and its bundle of lanes on Arch.
+    integer_valued<E>() && ((std::is_integral_v<T> && !std::is_same_v<T, bool>) || reads_integer<E>(wide_integer));
+// The type a tree with result type T computes in (uint64 for a tree of unsigned integers with a
+// 64-bit one, else int64: signed values mixed with uint64 ones compare and take maxima as
+// NumPy's do below 2^63), and its bundle of lanes on Arch.
 template <class E, class T>
-using tree_compute_t = std::conditional_t<exact_integers<E, T>, std::conditional_t<reads_wide_integer<E, true>(), std::uint64_t, std::int64_t>,
-                                          compute_t<E, floating_or_double<T>>>;
+using tree_compute_t =
+    std::conditional_t<exact_integers<E, T>,
+                       std::conditional_t<reads_integer<E>(wide_unsigned) && !reads_integer<E>(signed_integer), std::uint64_t, std::int64_t>,
+                       compute_t<E, floating_or_double<T>>>;
 template <class E, class T, class Arch>
 using tree_bundle_t = std::conditional_t<exact_integers<E, T>, tree_compute_t<E, T>, simd::batch<tree_compute_t<E, T>, Arch>>;
 // Integer arithmetic wraps (two's complement, as NumPy's): it runs in the unsigned type.
@@ -254,7 +267,8 @@ template <class X> inline auto apply(op::neg, const X& a) noexcept {
     else return -a;
 }
 template <class X> inline auto apply(op::abs, const X& a) noexcept {
-    if constexpr (wrapping<X>) return a < X(0) ? apply(op::neg{}, a) : a;  // (the least value stays, as NumPy's)
+    if constexpr (wrapping<X> && std::is_signed_v<X>) return a < X(0) ? apply(op::neg{}, a) : a;  // (the least value stays, as NumPy's)
+    else if constexpr (wrapping<X>) return a;
     else return simd::abs(a);
 }
 template <class X> inline auto apply(op::exp, const X& a) noexcept { return simd::exp(a); }
@@ -284,7 +298,11 @@ inline X apply(op::where, const C& c, const X& a, const X& b) noexcept {
 
 template <class B, class Op, class... A, class Pos>
 inline auto read(const map<Op, A...>& node, const Pos& p) noexcept {
-    return unpack(node.args, [&](const A&... a) { return apply(Op{}, read<B>(a, p)...); });
+    const auto r = unpack(node.args, [&](const A&... a) { return apply(Op{}, read<B>(a, p)...); });
+    using V = typename map<Op, A...>::value_type;
+    // (a tree of integers: each result wrapped to its node's own type, as NumPy's int8 + int8 is)
+    if constexpr (wrapping<B> && wrapping<V> && std::is_same_v<std::remove_cv_t<decltype(r)>, B>) return static_cast<B>(static_cast<V>(r));
+    else return r;
 }
 
 // ---- take: the operand read at the gathered position ------------------------------------------
