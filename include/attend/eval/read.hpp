@@ -3,8 +3,9 @@
 // A position is either flat (one offset; used when every leaf is dense in the output's layout)
 // or an n-d index whose innermost entry is the first lane. `read<B>(node, pos)` returns a value
 // bundle B (an xsimd batch in the loop body, a scalar in the tail) or, for bool nodes, its mask.
-// All arithmetic runs in one compute type per tree (the widest strong floating type in it);
-// cast nodes evaluate their operand in its own precision.
+// All arithmetic runs in one compute type per tree (the widest strong floating type in it, or
+// 64-bit integers for some trees of integers, below); cast nodes evaluate their operand in its
+// own precision.
 #pragma once
 
 #include <array>
@@ -69,10 +70,9 @@ using floating_or_double = std::conditional_t<std::is_floating_point_v<types::re
 
 // ---- trees of integers -----------------------------------------------------------------------
 // A tree whose every node is integer- or bool-valued runs in double lanes, exact for integers up
-// to 2^53, unless its result goes to an integer destination (its sums and products then wrap, as
-// NumPy's do) or it reads a 64-bit integer: then it runs lane by lane in 64-bit integers
-// (unsigned when it reads a 64-bit unsigned one), wrapping, so that a copy, a take, a where or a
-// maximum of int64 values keeps every bit.
+// to 2^53, unless its result goes to an integer destination or it reads a 64-bit integer: then it
+// runs lane by lane in 64-bit integers (tree_compute_t), each node's result wrapped to its own
+// type as NumPy's is, so that a copy, a take, a where or a maximum of int64 values keeps every bit.
 template <class E>
 constexpr bool integer_valued() {
     if constexpr (!std::is_integral_v<typename E::value_type>) return false;  // (bool is integral)
