@@ -100,10 +100,6 @@ std::string describe() {
     }
 }
 
-}  // namespace detail
-}  // namespace ATTEND_ARCH_NAMESPACE
-
-namespace detail {
 // The compute type explain reports: a reduction's is its operand's, as evaluate_node takes it (an
 // argmax's own value type is the index's).
 template <class L, bool Reduce = is_kind<L, kind::reduce>>
@@ -117,6 +113,7 @@ struct explained_compute<L, true> {
 template <class L>
 using explained_compute_t = typename explained_compute<L>::type;
 }  // namespace detail
+}  // namespace ATTEND_ARCH_NAMESPACE
 
 // The plan evaluation takes for `E` assigned to its own shape.
 template <class E>
