@@ -228,10 +228,17 @@ inline B fma(const B& a, const B& b, const B& c) noexcept {
         if constexpr (is_batch<B>) return batch_fn(x);         \
         else return scalar_fn(x);                              \
     }
-ATTEND_SIMD_UNARY(tanh, xsimd::tanh, std::tanh)
 ATTEND_SIMD_UNARY(abs, xsimd::abs, std::abs)
 ATTEND_SIMD_UNARY(trunc, xsimd::trunc, std::trunc)
 #undef ATTEND_SIMD_UNARY
+
+// tanh: xsimd 8.1's converts its argument to an integer on the way (undefined for +-inf, which
+// UBSan stops on): arguments clamp to +-20, where tanh is +-1 in float and double, NaN kept.
+template <class B>
+inline B tanh(const B& x) noexcept {
+    if constexpr (is_batch<B>) return xsimd::select(is_nan(x), x, B(xsimd::tanh(xsimd::min(xsimd::max(x, B(-20)), B(20)))));
+    else return std::tanh(x);
+}
 
 // sqrt: xsimd 8.1's float sqrt on NEON is a reciprocal-square-root estimate with two Newton
 // steps, also on AArch64: sqrt(+inf) = NaN, sqrt(-0) = +0, and a third of the results 1-2 ulp
