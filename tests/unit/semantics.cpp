@@ -300,4 +300,32 @@ BOOST_AUTO_TEST_CASE(integer_trees_are_exact) {
     BOOST_TEST((negative(0) && negative(1)));
 }
 
+// A cast takes its integer operand's exact values (the operand's own arithmetic, wrapped as
+// NumPy's), each rounded once: 20 elements, so vector lanes and the scalar tail both run.
+BOOST_AUTO_TEST_CASE(casts_of_integer_trees_round_once) {
+    using i64 = std::int64_t;
+    attend::tensor<std::int32_t, 20> a{}, big{};
+    attend::tensor<i64, 20> wide{};
+    for (int i = 0; i < 20; ++i) {
+        a(i) = 16842753 + 2 * i;  // odd, above 2^24: float lanes would round before bf16 does
+        big(i) = 300 + 40 * i;
+        wide(i) = (i64{1} << 62) + (i64{1} << 54) + 1 + i;  // just above a bf16 tie
+    }
+    const attend::tensor<attend::bf16, 20> b = attend::cast<attend::bf16>(a), bw = attend::cast<attend::bf16>(wide);
+    const attend::tensor<attend::f16, 20> h = attend::cast<attend::f16>(big * 100);
+    const attend::tensor<float, 20> i8 = attend::cast<std::int8_t>(big), prod = attend::cast<float>(big * a);
+    const attend::tensor<double, 20> sum = attend::cast<double>(wide + wide);
+    int wrong = 0;
+    for (int i = 0; i < 20; ++i) {
+        wrong += b(i).to_bits() != attend::bf16(a(i)).to_bits();
+        wrong += bw(i).to_bits() != attend::bf16(wide(i)).to_bits();
+        wrong += h(i).to_bits() != attend::f16(big(i) * 100).to_bits();
+        wrong += i8(i) != float(static_cast<std::int8_t>(big(i)));
+        const auto wrapped = static_cast<std::int32_t>(static_cast<std::uint32_t>(big(i)) * static_cast<std::uint32_t>(a(i)));
+        wrong += prod(i) != static_cast<float>(wrapped);
+        wrong += sum(i) != static_cast<double>(static_cast<i64>(static_cast<std::uint64_t>(wide(i)) * 2));
+    }
+    BOOST_TEST(wrong == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -366,11 +367,48 @@ inline F cast_source(FA x) noexcept {
     else return static_cast<F>(convert<F, FA>(x));
 }
 
+// Whether a leaf's values are exact in lanes of F (an iota's are its indices).
+template <class A, class F>
+constexpr bool exact_in() {
+    using V = typename A::value_type;
+    if constexpr (is_kind<A, kind::iota>) return A::shape_type::size <= (std::uint64_t{1} << std::numeric_limits<F>::digits);
+    else return std::numeric_limits<V>::digits <= std::numeric_limits<F>::digits;
+}
+// Whether the cast to U of integer-valued operand A, in a tree computing in F, takes A's values
+// exactly (A in its own integer arithmetic, each value converted to U once, as NumPy's astype):
+// all but a leaf that F lanes hold exactly (or whose one rounding into F is U's own).
+template <class U, class A, class F>
+constexpr bool exact_cast_operand() {
+    using V = typename A::value_type;
+    if constexpr (!std::is_floating_point_v<F> || !std::is_integral_v<V> || std::is_same_v<V, bool> || !integer_valued<A>()) {
+        return false;
+    } else if constexpr (is_kind<A, kind::memory> || is_kind<A, kind::scalar> || is_kind<A, kind::iota>) {
+        if constexpr (std::is_same_v<U, F>) return false;  // the leaf's one rounding is the cast's
+        else if constexpr (!exact_in<A, F>()) return true;
+        else if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool>)  // no wrapping needed?
+            return std::cmp_greater(std::numeric_limits<U>::min(), std::numeric_limits<V>::min()) ||
+                   std::cmp_less(std::numeric_limits<U>::max(), std::numeric_limits<V>::max());
+        else return false;
+    } else {
+        return true;
+    }
+}
+
 template <class B, class U, class A, class Pos>
 inline auto read(const cast_node<U, A>& node, const Pos& p) noexcept {
     using F = simd::value_t<B>;
     using FA = compute_t<A, F>;
-    if constexpr (std::is_same_v<FA, F> || !simd::is_batch<B>) {
+    if constexpr (exact_cast_operand<U, A, F>()) {
+        using I = tree_compute_t<A, typename A::value_type>;  // 64-bit integers, wrapped per node
+        const auto value = [&](const auto& q) { return static_cast<F>(static_cast<U>(read<I>(node.arg, q))); };
+        if constexpr (!simd::is_batch<B>) {
+            return convert<U, B>(value(p));
+        } else {
+            alignas(64) F tmp[simd::lanes<B>];
+            for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = value(p.advanced(l));
+            return convert<U, B>(B::load_aligned(tmp));
+        }
+    } else if constexpr (std::is_same_v<FA, F> || !simd::is_batch<B>) {
         if constexpr (std::is_same_v<FA, F>) {
             return convert<U, B>(read<B>(node.arg, p));
         } else {  // scalar tail in another precision
