@@ -178,6 +178,27 @@ BOOST_AUTO_TEST_CASE(attention_softmax_and_reductions_into_an_operand) {
     v = v0;
     v = attend::scaled_dot_product_attention(q, k, v) * 2.0f + v;
     ref::expect_all(v, [&](auto& i) { return 2 * ref::at(want, i) + ref::at(v0, i); }, 1e-6);
+    // Into a destination nothing reads, the attention (or softmax) lands in it and the tree runs
+    // there in place (no temporary); one the tree reads through a shifted view takes a temporary.
+    tensor<float, 64, 32> y;
+    y = attend::scaled_dot_product_attention(q, k, v0) * 2.0f + v0;
+    ref::expect_all(y, [&](auto& i) { return 2 * ref::at(want, i) + ref::at(v0, i); }, 1e-6);
+    const tensor<float, 64, 32> want_sm = attend::softmax(v0);
+    y = attend::softmax(v0) * 3.0f - v0;
+    ref::expect_all(y, [&](auto& i) { return 3 * ref::at(want_sm, i) - ref::at(v0, i); }, 1e-6);
+    y = v0;
+    y = attend::softmax(y) * 3.0f + y;
+    ref::expect_all(y, [&](auto& i) { return 3 * ref::at(want_sm, i) + ref::at(v0, i); }, 1e-6);
+    tensor<float, 65, 32> buf;
+    for (std::size_t r = 0; r < 64; ++r)
+        for (std::size_t c = 0; c < 32; ++c) buf(r, c) = v0(r, c);
+    tensor_ref<float, 64, 32> lo(buf.data()), hi(buf.data() + 32);
+    hi = attend::softmax(lo) * 3.0f;
+    ref::expect_all(hi, [&](auto& i) { return 3 * ref::at(want_sm, i); }, 1e-6);
+    for (std::size_t r = 0; r < 64; ++r)
+        for (std::size_t c = 0; c < 32; ++c) buf(r + 1, c) = v0(r, c);
+    lo = attend::scaled_dot_product_attention(q, k, hi) * 2.0f + hi;
+    ref::expect_all(lo, [&](auto& i) { return 2 * ref::at(want, i) + ref::at(v0, i); }, 1e-6);
     q = v0;
     q = attend::scaled_dot_product_attention(q, k, v0, attend::causal_mask<64, 64>());
     const tensor<float, 64, 32> want_q = attend::scaled_dot_product_attention(v0, k, v0, attend::causal_mask<64, 64>());

@@ -101,6 +101,15 @@ bool must_use_temporary(const T* out, const E& e) noexcept {
     return unsafe;
 }
 
+template <class S, class T, class E>
+bool reads_memory_of(const E& e, const T* out) noexcept {
+    const auto lo = reinterpret_cast<std::uintptr_t>(out), hi = reinterpret_cast<std::uintptr_t>(out + S::size);
+    bool reads = false;
+    auto check = [&](const auto& leaf, reading) { reads = reads || overlaps(leaf, lo, hi); };
+    for_each_read<reading::during, false, true>(e, check);  // every leaf, under planned nodes too
+    return reads;
+}
+
 // Whether tree E, evaluated into shape S, reads any of the bytes [lo, hi) while it writes (a
 // second output of the plan, such as eval_with_lse's `lse`).
 template <class S, class E>

@@ -227,6 +227,9 @@ std::string explain(const E& e) {
              detail::describe<L>() + "\n";
     } else if constexpr (p == plan::elementwise) {
         s += "plan: elementwise, one SIMD loop: " + detail::describe<L>() + "\n";
+    } else if constexpr (detail::lands_in_destination<L, typename L::shape_type, typename L::value_type>) {
+        s += "plan: materialising: the non-elementwise subtree into the destination (into a temporary when the expression "
+             "reads the destination's memory), then one SIMD loop in place: " + detail::describe<L>() + "\n";
     } else {
         s += "plan: materialising: non-elementwise subtrees into temporaries, then one SIMD loop: " + detail::describe<L>() + "\n";
     }

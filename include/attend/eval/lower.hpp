@@ -61,49 +61,65 @@ void evaluate_node(T* out, const softmax_node<Axis, A>& node);
 template <class Arch, class T, class A, class B>
 void evaluate_node(T* out, const matmul_node<A, B>& node);
 
-template <class Arch, class E, class K>
-decltype(auto) lower(const E& e, K&& k);
+template <class Arch, class E, class K, class Land = std::nullptr_t>
+decltype(auto) lower(const E& e, K&& k, Land land = nullptr);
 
 // Evaluates any tree into `out` of shape S (assign.hpp); `out` overlaps none of its leaves.
 template <class Arch, class S, class T, class E>
 void run_plan(T* out, const E& e);
 
-template <class Arch, std::size_t I, class Tuple, class K, class... Done>
-decltype(auto) lower_each(const Tuple& args, K&& k, Done&&... done) {
+// Lowers each operand of `args` in turn and calls k with them all.
+template <class Arch, std::size_t I, class Tuple, class K>
+decltype(auto) lower_each(const Tuple& args, K&& k) {
+    return lower_each<Arch, I>(args, k, nullptr);
+}
+template <class Arch, std::size_t I, class Tuple, class K, class Land, class... Done>
+decltype(auto) lower_each(const Tuple& args, K&& k, Land land, Done&&... done) {
     if constexpr (I == std::tuple_size_v<Tuple>) {
         return k(std::forward<Done>(done)...);
     } else {
-        return lower<Arch>(std::get<I>(args), [&](auto&& a) -> decltype(auto) {
-            return lower_each<Arch, I + 1>(args, k, std::forward<Done>(done)..., std::forward<decltype(a)>(a));
-        });
+        return lower<Arch>(
+            std::get<I>(args),
+            [&](auto&& a) -> decltype(auto) {
+                return lower_each<Arch, I + 1>(args, k, land, std::forward<Done>(done)..., std::forward<decltype(a)>(a));
+            },
+            land);
     }
 }
 
-// Evaluates a non-elementwise node into a temporary and continues with a leaf reading it.
-template <class Arch, class E, class K>
-decltype(auto) materialise(const E& e, K&& k) {
+// Evaluates a non-elementwise node into a temporary (or into `land`, the destination, when the
+// tree lands its one planned node there: lands_in_destination) and continues with a leaf
+// reading it.
+template <class Arch, class E, class K, class Land = std::nullptr_t>
+decltype(auto) materialise(const E& e, K&& k, Land land = nullptr) {
     using T = typename E::value_type;
     using S = typename E::shape_type;
-    temp_buffer<T, S::size> buffer;
-    run_plan<Arch, S>(buffer.data(), e);  // the subtree gets its own best plan (attention, contraction, ...)
-    return k(memory_leaf<T, S>{{}, buffer.data()});
+    if constexpr (std::is_same_v<Land, T*>) {
+        run_plan<Arch, S>(land, e);
+        return k(memory_leaf<T, S>{{}, land});
+    } else {
+        temp_buffer<T, S::size> buffer;
+        run_plan<Arch, S>(buffer.data(), e);  // the subtree gets its own best plan (attention, contraction, ...)
+        return k(memory_leaf<T, S>{{}, buffer.data()});
+    }
 }
 
-template <class Arch, class E, class K>
-decltype(auto) lower(const E& e, K&& k) {
+// The tree with its planned nodes replaced by leaves reading their values, passed to k while
+// those live. `land`: nullptr, or the destination for the tree's one planned node.
+template <class Arch, class E, class K, class Land>
+decltype(auto) lower(const E& e, K&& k, Land land) {
     if constexpr (is_elementwise<E>) {
         return k(e);
     } else if constexpr (category_of<E> == category::elementwise) {
-        return lower_each<Arch, 0>(e.children(), [&](auto&&... a) -> decltype(auto) {
-            return k(E::rebuild(std::forward<decltype(a)>(a)...));
-        });
+        return lower_each<Arch, 0>(
+            e.children(), [&](auto&&... a) -> decltype(auto) { return k(E::rebuild(std::forward<decltype(a)>(a)...)); }, land);
     } else if constexpr (is_kind<E, kind::view>) {
         // View of a computed operand: materialise the operand, then view the buffer as a leaf.
-        return materialise<Arch>(e.arg, [&](const auto& leaf) -> decltype(auto) {
-            return lower<Arch>(view_of<typename E::view>(leaf), k);
-        });
+        static_assert(std::is_null_pointer_v<Land>, "attend internal: lower: a view does not land in the destination");
+        return materialise<Arch>(
+            e.arg, [&](const auto& leaf) -> decltype(auto) { return lower<Arch>(view_of<typename E::view>(leaf), k); }, nullptr);
     } else if constexpr (category_of<E> == category::planned) {
-        return materialise<Arch>(e, k);
+        return materialise<Arch>(e, k, land);
     } else {
         static_assert(unhandled_kind<E>, "attend internal: lower: unknown node kind");
     }

@@ -4,6 +4,7 @@
 
 #include <type_traits>
 
+#include "../check.hpp"
 #include "attention.hpp"
 #include "contract.hpp"
 #include "elementwise.hpp"
@@ -38,6 +39,24 @@ constexpr const auto& attention_of(const E& e) noexcept {
     else return e;
 }
 
+// Whether a materialising tree's one planned node has the output's shape S and element type T
+// and is read only at the position being written (through maps and casts, not a take or a
+// view): then it may be evaluated into the destination itself, and the tree reads it there.
+template <class E, class S, class T>
+constexpr bool lands_at_own_position() {
+    if constexpr (is_kind<E, kind::map> || is_kind<E, kind::cast>) return any_child<E>([]<class C>() { return lands_at_own_position<C, S, T>(); });
+    else if constexpr (category_of<E> == category::planned && !is_kind<E, kind::view>)
+        return std::is_same_v<typename E::shape_type, S> && std::is_same_v<typename E::value_type, T>;
+    else return false;
+}
+template <class E, class S, class T>
+inline constexpr bool lands_in_destination =
+    category_of<E> == category::elementwise && count_materialised<E>() == 1 && lands_at_own_position<E, S, T>();
+
+// Whether any leaf of tree E reads memory of [out, out + S::size) (alias.hpp).
+template <class S, class T, class E>
+bool reads_memory_of(const E& e, const T* out) noexcept;
+
 // The plan for tree E assigned to shape S (decided from the types alone).
 template <class E, class S>
 constexpr plan plan_for() {
@@ -65,6 +84,25 @@ void narrow_copy(const float* in, T* out) noexcept {
     for (std::size_t i = NV; i < N; ++i) out[i] = T(in[i]);
 }
 
+// The materialising plan: planned nodes into temporaries, then the tree into `out`. A tree whose
+// planned node lands in the destination (an attention or softmax with elementwise work around
+// it) evaluates it there when no leaf reads `out`'s memory, needing no temporary; else (under
+// ATTEND_NO_HEAP a temporary above the stack budget cannot exist) the program stops.
+template <class Arch, class S, class T, class E>
+void run_materialising(T* out, const E& e) {
+    auto tree = [&](const auto& flat) { run_elementwise<Arch, S>(out, flat); };
+    if constexpr (lands_in_destination<E, S, T>) {
+        if (!reads_memory_of<S>(e, out)) return lower<Arch>(e, tree, out);
+        if constexpr (!config::heap_allowed && sizeof(T) * S::size > config::stack_budget)
+            check::stop("assignment", "the right side's attention or softmax must be evaluated into a temporary (the "
+                                      "destination is read elsewhere in the expression), which exceeds ATTEND_STACK_BUDGET "
+                                      "while ATTEND_NO_HEAP forbids the heap");
+        else lower<Arch>(e, tree);
+    } else {
+        lower<Arch>(e, tree);
+    }
+}
+
 // Evaluates E into `out` of shape S by its plan; `out` overlaps nothing the plan reads unsafely
 // (alias.hpp decides, assign.hpp makes it so).
 template <class Arch, class S, class T, class E>
@@ -86,7 +124,7 @@ void run_plan(T* out, const E& e) {
     } else if constexpr (p == plan::attention) evaluate_attention<Arch, S>(out, e);
     else if constexpr (p == plan::contraction || p == plan::matvec) evaluate_contraction<Arch, S>(out, e);
     else if constexpr (p == plan::softmax || p == plan::reduction) evaluate_node<Arch>(out, e);
-    else lower<Arch>(e, [&](const auto& flat) { run_elementwise<Arch, S>(out, flat); });
+    else run_materialising<Arch, S>(out, e);
 }
 
 }  // namespace detail

@@ -345,14 +345,9 @@ inline auto convert(const V& v) noexcept {
     } else if constexpr (is_half<U> && std::is_same_v<simd::value_t<B>, float>) {  // round to bf16 / f16
         return simd::round_to<U>(v);
     } else if constexpr (sizeof(U) < sizeof(simd::value_t<B>)) {  // narrowing: round through U
-        if constexpr (simd::is_batch<B>) {
-            alignas(64) simd::value_t<B> tmp[simd::lanes<B>];
-            v.store_aligned(tmp);
-            for (auto& x : tmp) x = static_cast<simd::value_t<B>>(static_cast<U>(x));
-            return B::load_aligned(tmp);
-        } else {
-            return static_cast<B>(static_cast<U>(v));
-        }
+        const auto through = [](simd::value_t<B> x) { return static_cast<simd::value_t<B>>(static_cast<U>(x)); };
+        if constexpr (simd::is_batch<B>) return simd::lane_by_lane(v, through);
+        else return through(v);
     } else {
         return v;
     }
