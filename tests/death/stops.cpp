@@ -38,6 +38,18 @@ int main(int argc, char** argv) {
         x = attend::scaled_dot_product_attention(q, k, v) + x;
         std::printf("%g\n", double(x(0, 1)));
 #endif
+    } else if (std::strcmp(which, "decoder_past_capacity") == 0) {
+        using C = attend::nn::decoder_config<8, 8, 2, 1, 6>;
+        static attend::tensor<float, 8> norm;
+        static attend::tensor<float, 8, 8> sq;
+        static attend::tensor<float, 4, 8> kv;
+        static attend::tensor<float, 8, 8> wide, down;
+        const attend::nn::decoder_weights<C> w{norm, sq, kv, kv, sq, norm, wide, down, wide};
+        static attend::nn::kv_cache<C> kvc;
+        static attend::nn::decoder_scratch<C> scratch;
+        attend::tensor<float, 1, 8> x{};
+        attend::nn::decoder_step(x, w, kvc, pos, scratch);
+        std::printf("%g\n", double(x(0, 0)));
     } else if (std::strcmp(which, "take_negative") == 0) {
         const attend::tensor<std::int64_t, 2> ids{0, -1};
         attend::tensor<float, 2, 4> e = attend::take<0>(table, ids) + 1;

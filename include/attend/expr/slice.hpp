@@ -57,8 +57,8 @@ inline constexpr bool is_view_of_memory = [] {
     if (first > std::size_t(PTRDIFF_MAX))  // a negative index converted to std::size_t
         std::snprintf(signed_note, sizeof signed_note, " (%td as a signed number)", static_cast<std::ptrdiff_t>(first));
     if (first > std::size_t(-1) - count)  // the last position itself would wrap
-        std::snprintf(what, sizeof what, "%zu positions from %zu%s on axis %zu are out of range (its extent is %zu)", count, first,
-                      signed_note, axis, extent);
+        std::snprintf(what, sizeof what, "%zu position%s from %zu%s on axis %zu are out of range (its extent is %zu)", count,
+                      count == 1 ? "" : "s", first, signed_note, axis, extent);
     else
         std::snprintf(what, sizeof what, "positions %zu%s .. %zu of axis %zu are out of range (its extent is %zu)", first, signed_note,
                       first + count - 1, axis, extent);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 
 #include "layers.hpp"
 
@@ -70,7 +71,11 @@ template <class C, class T, class KT>
 void decoder_step(tensor<float, 1, C::dim>& x, const decoder_weights<C, T>& w, kv_cache<C, KT>& cache, std::size_t pos,
                   decoder_scratch<C>& s) {
     constexpr std::size_t H = C::kv_heads, G = C::group, D = C::head;
-    if (pos >= C::capacity) check::stop("nn::decoder_step", "the position is past the cache's capacity");
+    if (pos >= C::capacity) {
+        char what[120];
+        std::snprintf(what, sizeof what, "position %zu is past the cache's capacity of %zu positions", pos, C::capacity);
+        check::stop("nn::decoder_step", what);
+    }
     s.normed = rms_norm(x, w.attention_norm);
     s.q = matmul(s.normed, transpose(w.wq));
     s.q = rope(s.q, s.rotary, pos);
