@@ -123,9 +123,9 @@ inline void pack_q(const Ql& q, nd_pos<Rs, Rs - 2> sp, std::size_t i0, F* qt) no
 }
 
 // Key rows j0 .. j0+KB (K^T's columns), read in place when K is memory of the compute type,
-// else packed into `pack` (KB x D).
+// else packed into `pack` (KB x D), rows from `live` on as zeros (never read).
 template <std::size_t KB, std::size_t D, class F, class Kt, std::size_t Rs>
-inline rows_view<F> key_rows(const Kt& kt, nd_pos<Rs, Rs - 2> sp, std::size_t j0, F* pack) noexcept {
+inline rows_view<F> key_rows(const Kt& kt, nd_pos<Rs, Rs - 2> sp, std::size_t j0, F* pack, std::size_t live = KB) noexcept {
     if constexpr (is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>) {
         sp.idx[Rs - 2] = 0;
         sp.idx[Rs - 1] = j0;
@@ -136,16 +136,16 @@ inline rows_view<F> key_rows(const Kt& kt, nd_pos<Rs, Rs - 2> sp, std::size_t j0
             for (std::size_t d = 0; d < D; ++d) {
                 sp.idx[Rs - 2] = d;
                 sp.idx[Rs - 1] = j0 + j;
-                pack[j * D + d] = read<F>(kt, nd_pos<Rs>{sp.idx});
+                pack[j * D + d] = j < live ? read<F>(kt, nd_pos<Rs>{sp.idx}) : F(0);
             }
         return {pack, D, 1};
     }
 }
 
 // V^T's rows for keys j0 .. j0+KB (value column dv of key j at p[dv * ld + j * step]), in place
-// or packed into `pack` (KB x DV).
+// or packed into `pack` (KB x DV), rows from `live` on as zeros (never read).
 template <std::size_t KB, std::size_t DV, class F, class Vl, std::size_t R>
-inline rows_view<F> value_rows(const Vl& v, nd_pos<R> ob, std::size_t j0, F* pack) noexcept {
+inline rows_view<F> value_rows(const Vl& v, nd_pos<R> ob, std::size_t j0, F* pack, std::size_t live = KB) noexcept {
     if constexpr (is_memory_leaf<Vl> && std::is_same_v<typename Vl::value_type, F>) {
         ob.idx[R - 2] = j0;
         ob.idx[R - 1] = 0;
@@ -156,7 +156,7 @@ inline rows_view<F> value_rows(const Vl& v, nd_pos<R> ob, std::size_t j0, F* pac
             for (std::size_t dv = 0; dv < DV; ++dv) {
                 ob.idx[R - 2] = j0 + j;
                 ob.idx[R - 1] = dv;
-                pack[j * DV + dv] = read<F>(v, ob);
+                pack[j * DV + dv] = j < live ? read<F>(v, ob) : F(0);
             }
         return {pack, 1, DV};
     }
@@ -172,22 +172,40 @@ __attribute__((always_inline)) inline void tile_product(rows_view<E> a, std::siz
     else micro_kernel<Vb, Rows, NVq, Depth>(a.p + r0 * a.ld, a.ld, a.step, b, QL, Depth, acc);
 }
 
+// Rows jr .. jr+Rows of k copied into `pad` (Rows x D, the same element order), those from row
+// n on as zeros: a micro-tile the masks cut, whose keys from n on are never read.
+template <std::size_t Rows, std::size_t D, class E>
+inline rows_view<E> cut_rows(rows_view<E> k, std::size_t jr, std::size_t n, E* pad) noexcept {
+    constexpr bool pairs = std::is_same_v<E, bf16>;  // pair p of a row at p * step: elements 2p, 2p + 1
+    for (std::size_t r = 0; r < Rows; ++r)
+        for (std::size_t d = 0; d < D; ++d)
+            pad[r * D + d] = r >= n ? E{} : pairs ? k.p[(jr + r) * k.ld + d / 2 * k.step + d % 2] : k.p[(jr + r) * k.ld + d * k.step];
+    return {pad, D, pairs ? 2 : 1};
+}
+
 // Stage 2, scores: S^T = K_tile Q^T, MR keys at a time, and the score tree `t` on each micro-tile
 // while it is in L1 (its loads and stores overlap the next micro-tile's FMAs). Scores go to st;
 // their maximum per query vector to mt. Position, pointer and maxima are locals: vector stores
-// may alias anything reached through a reference.
-template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MR, std::size_t D, class E, class F, class Tree, class Pos>
+// may alias anything reached through a reference. Cut (a tile the masks cut): key rows from
+// `live` on are never read (their products are zeros; the tree masks them).
+template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MR, std::size_t D, bool Cut, class E, class F, class Tree, class Pos>
 __attribute__((always_inline)) inline void score_tile(rows_view<E> k, const E* qt, const Tree& t, Pos pos, std::size_t i0, std::size_t j0, F* st,
-                       Vb (&mt)[NVq]) noexcept {
+                       Vb (&mt)[NVq], std::size_t live) noexcept {
     constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL, Rs = std::tuple_size_v<decltype(pos.idx)>;
     F* const tile = st;
     Vb mx[NVq];
     for (auto& x : mx) x = Vb(-std::numeric_limits<F>::infinity());
+    alignas(64) E pad[Cut ? MR * D : 1];
     auto rows = [&]<std::size_t Rows>(std::size_t jr) __attribute__((always_inline)) {
         Vb acc[Rows][NVq];
         for (auto& row : acc)
             for (auto& x : row) x = Vb(F(0));
-        tile_product<Vb, Rows, NVq, D>(k, jr, qt, acc);
+        if constexpr (Cut) {
+            if (jr + Rows <= live) tile_product<Vb, Rows, NVq, D>(k, jr, qt, acc);
+            else if (jr < live) tile_product<Vb, Rows, NVq, D>(cut_rows<Rows, D>(k, jr, live - jr, pad), 0, qt, acc);
+        } else {
+            tile_product<Vb, Rows, NVq, D>(k, jr, qt, acc);
+        }
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NVq; ++c) simd::store(tile + (jr + r) * QL + c * WL, acc[r][c]);
         for (std::size_t j = jr; j < jr + Rows; ++j) {
@@ -392,17 +410,17 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     // One key tile with the score tree `t` (the full tree, or the tree without its index masks on
     // a tile they keep entirely); with `vlive`, only its first `live` keys take part in P V (a
     // tile the masks cut: V's rows past them read as zeros, live_rows).
-    auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t, std::size_t live = KB, F* vlive = nullptr) {
+    auto visit = [&]<std::size_t KB, bool Cut = false>(std::size_t j0, const auto& t, std::size_t live = KB, F* vlive = nullptr) {
         Vb mt[NVq], alpha[NVq];
         if constexpr (pairs) {
-            score_tile<Vb, NVq, KB, MR, D>(key_pairs(kt, sp, j0), qt, t, sp, i0, j0, st, mt);
+            score_tile<Vb, NVq, KB, MR, D, Cut>(key_pairs(kt, sp, j0), qt, t, sp, i0, j0, st, mt, live);
             online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
             pack_p_pairs<Vb, NVq, KB>(st, ppairs);
             accumulate_pv<Vb, NVq, KB, MRV, DV>(value_pairs<KB, DV>(v, ob, j0, vpairs, live), ppairs, ot, alpha, fresh);
         } else {
-            score_tile<Vb, NVq, KB, MR, D>(key_rows<KB, D>(kt, sp, j0, kpack), qt, t, sp, i0, j0, st, mt);
+            score_tile<Vb, NVq, KB, MR, D, Cut>(key_rows<KB, D>(kt, sp, j0, kpack, live), qt, t, sp, i0, j0, st, mt, live);
             online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
-            rows_view<F> vr = value_rows<KB, DV>(v, ob, j0, vpack);
+            rows_view<F> vr = value_rows<KB, DV>(v, ob, j0, vpack, live);
             if (live < KB) vr = live_rows<KB, DV>(vr, live, vlive);
             accumulate_pv<Vb, NVq, KB, MRV, DV>(vr, st, ot, alpha, fresh);
         }
@@ -416,7 +434,7 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     constexpr std::size_t live_n = pairs ? 1 : BN * DV;  // (written inside the lambda, it crashes g++ 12)
     auto masked_visit = [&]<std::size_t KB>(std::size_t j0, const Tree& t) __attribute__((noinline)) {
         alignas(64) F vlive[live_n];
-        visit.template operator()<KB>(j0, t, live_end(t, tile_box) - j0, +vlive);
+        visit.template operator()<KB, true>(j0, t, live_end(t, tile_box) - j0, +vlive);
     };
     auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
         tile_box.lo[Rs - 1] = j0;

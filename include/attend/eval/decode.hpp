@@ -97,8 +97,9 @@ inline auto rows_in_place(const X& x, nd_pos<R> p, std::size_t r0) noexcept {
     p.idx[col_axis] = 0;
     return std::pair{x.data() + X::layout::offset(p.idx), X::layout::template strides_at<R>[row_axis]};
 }
+// Packed, only the first n rows are read (the rest are zeros: rows past a cache's length).
 template <std::size_t Rows, std::size_t C, bool Transposed, class F, class X, std::size_t R>
-inline std::pair<const F*, std::size_t> contiguous_rows(const X& x, nd_pos<R> p, std::size_t r0, F* pack) noexcept {
+inline std::pair<const F*, std::size_t> contiguous_rows(const X& x, nd_pos<R> p, std::size_t r0, F* pack, std::size_t n = Rows) noexcept {
     constexpr std::size_t row_axis = Transposed ? R - 1 : R - 2, col_axis = Transposed ? R - 2 : R - 1;
     if constexpr (in_place<X, F, Transposed ? 1 : 0>) {
         return rows_in_place<Transposed>(x, p, r0);
@@ -107,10 +108,21 @@ inline std::pair<const F*, std::size_t> contiguous_rows(const X& x, nd_pos<R> p,
             for (std::size_t c = 0; c < C; ++c) {
                 p.idx[row_axis] = r0 + r;
                 p.idx[col_axis] = c;
-                pack[r * C + c] = read<F>(x, p);
+                pack[r * C + c] = r < n ? read<F>(x, p) : F(0);
             }
         return {pack, C};
     }
+}
+
+// The W rows of D elements from k (ldk apart) of a key block the masks cut: its first n rows
+// copied into `pad`, zeros after, so that rows past a cache's length are never read (their
+// scores are masked whatever they are).
+template <std::size_t W, std::size_t D, class T>
+inline const T* cut_block(const T* k, std::size_t ldk, std::size_t n, T* pad) noexcept {
+    for (std::size_t r = 0; r < W; ++r)
+        if (r < n) std::copy(k + r * ldk, k + r * ldk + D, pad + r * D);
+        else std::fill(pad + r * D, pad + (r + 1) * D, T{});
+    return pad;
 }
 
 // The score tree on S (NQ x KB, rows BN apart) with lanes along the keys; the row maxima to mx.
@@ -253,21 +265,32 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
 // (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000 keys on Zen 5: 0.91-1.05 -> 0.82-0.85
 // ms with either compiler; the one- and two-query stream keeps widening in order, clang++ ran it
 // 1.6x slower split). Q of bf16 (decode_pairs): pair dot products, half the registers a query.
+// Key rows from `live` on (a tile the masks cut) are never read: their scores are 0 here, masked
+// by the tree.
 template <std::size_t D, class Q>
 inline constexpr std::size_t query_width = std::is_same_v<Q, bf16> ? D / 2 : D;
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class Q, class T,
           class Ahead>
-inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next) noexcept {
+inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next, std::size_t live) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, query_width<D, Q>>;
     constexpr std::size_t groups = query_groups<B, query_width<D, Q>, NQ>;
+    alignas(64) std::remove_cv_t<T> pad[W * D];
     for (std::size_t jb = 0; jb < KB; jb += W) {
         B sc[NQ];
+        const T* rows = k + jb * ldk;
+        std::size_t ld = ldk;
+        if (jb + W > live) {  // keys from `live` on take no part: their rows are never read
+            if (jb >= live) {
+                for (std::size_t i = 0; i < NQ; ++i) B(F(0)).store_aligned(st + i * BN + jb);
+                continue;
+            }
+            rows = cut_block<W, D>(rows, ldk, live - jb, pad), ld = D;
+        }
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
-                constexpr std::size_t rows = std::min(QG, NQ - G * QG);
+                constexpr std::size_t rows_n = std::min(QG, NQ - G * QG);
                 auto request = [&](std::size_t r) __attribute__((always_inline)) { k_next.template request<D>(G * KB + jb + r); };
-                simd::dot_block<rows, D, Split>(q + G * QG * D, k + jb * ldk, ldk, *reinterpret_cast<B(*)[rows]>(sc + G * QG),
-                                                request);
+                simd::dot_block<rows_n, D, Split>(q + G * QG * D, rows, ld, *reinterpret_cast<B(*)[rows_n]>(sc + G * QG), request);
             };
             (group.template operator()<I>(), ...);
         }(std::make_index_sequence<groups>{});
@@ -464,15 +487,24 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W;
     constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
     static_assert(KB % W == 0);
+    // Blocks from `live` on take no part and are not visited; the rows of the block holding
+    // `live` past it are never read (cut_block)
+    const std::size_t kb_live = std::min(kb, (live + W - 1) / W * W);
+    if (kb_live == 0) return;
+    alignas(64) std::remove_cv_t<TK> pad[W * D];
+    B next[NQ];
+    auto score = [&](std::size_t jb) __attribute__((always_inline)) {
+        if (jb + W <= live) simd::dot_block<NQ, D>(q, k + jb * ldk, ldk, next);
+        else simd::dot_block<NQ, D>(q, cut_block<W, D>(k + jb * ldk, ldk, live - jb, pad), D, next);
+    };
     B o[NQ][NV], m[NQ], l[NQ];  // m and l in every lane
     for (std::size_t i = 0; i < NQ; ++i) {
         m[i] = B(s.m[i]), l[i] = B(s.l[i]);
         for (std::size_t c = 0; c < NV; ++c) o[i][c] = B::load_unaligned(s.o + i * DV + c * W);
     }
     static_assert(!Pipelined || NQ == 1);
-    B next[NQ];
-    simd::dot_block<NQ, D>(q, k, ldk, next);
-    for (std::size_t jb = 0; jb < kb; jb += W) {
+    score(0);
+    for (std::size_t jb = 0; jb < kb_live; jb += W) {
         B sc[NQ], p[NQ];
         for (std::size_t i = 0; i < NQ; ++i) sc[i] = next[i];
         for (std::size_t i = 0; i < NQ; ++i) {
@@ -492,14 +524,13 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
             l[i] = simd::fma(l[i], alpha, simd::sum_across(p[i]));
             for (std::size_t c = 0; c < NV; ++c) o[i][c] = o[i][c] * alpha;
         }
-        const bool more = jb + W < kb;
-        if (jb + W > live) {  // keys past `live` take no part (a tile the masks cut)
+        const bool more = jb + W < kb_live;
+        if (jb + W > live) {  // keys past `live` take no part (a tile the masks cut): the last block
             alignas(64) F pa[NQ][W];
             for (std::size_t i = 0; i < NQ; ++i) p[i].store_aligned(pa[i]);
             for (std::size_t j = jb; j < live; ++j)
                 for (std::size_t i = 0; i < NQ; ++i)
                     for (std::size_t c = 0; c < NV; ++c) o[i][c] = simd::fma(B(pa[i][j - jb]), simd::load<B>(v + j * ldv + c * W), o[i][c]);
-            if (more) simd::dot_block<NQ, D>(q, k + (jb + W) * ldk, ldk, next);
             continue;
         }
         // P V for key jb + j, the probabilities broadcast from registers
@@ -512,14 +543,14 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
             }
             simd::keep_memory_order();  // V row by row (clang interleaved them)
         };
-        if (Pipelined && more) {
+        if (Pipelined && more && jb + 2 * W <= live) {
             simd::dot_block<NQ, D>(q, k + (jb + W) * ldk, ldk, next, [&](std::size_t j) __attribute__((always_inline)) {
                 pv_row(j);
                 simd::memory_barrier();  // (g++ otherwise splits the two loops again)
             });
         } else {
             for (std::size_t j = 0; j < W; ++j) pv_row(j);
-            if (more) simd::dot_block<NQ, D>(q, k + (jb + W) * ldk, ldk, next);
+            if (more) score(jb + W);
         }
     }
     for (std::size_t i = 0; i < NQ; ++i) {
@@ -605,7 +636,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         // storage widened as it loads), else packed as floats through their expressions
         auto rows = [&]<bool Transposed, std::size_t C, bool Stream>(const auto& x, const auto& at, F* pack) {
             if constexpr (Stream) return rows_in_place<Transposed>(x, at, j0);
-            else return contiguous_rows<KB, C, Transposed, F>(x, at, j0, pack);
+            else return contiguous_rows<KB, C, Transposed, F>(x, at, j0, pack, live);
         };
         constexpr bool blocks = KB % G::W == 0, v_blocks = blocks && DV % G::W == 0;
         const auto [k, ldk] = rows.template operator()<true, D, blocks && streamed<Kt, F, 1>>(kt, sp, kpack);
@@ -624,9 +655,12 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         constexpr std::size_t k_groups = query_groups<B, query_width<D, Qrow>, NQ>;
         if constexpr (blocks)
             with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
-                decode_scores<B, NQ, KB, BN, D, DV, split>(qrows, k, ldk, st, k_next);
+                decode_scores<B, NQ, KB, BN, D, DV, split>(qrows, k, ldk, st, k_next, live);
             });
-        else dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, KB, st, BN);
+        else {
+            dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, live, st, BN);  // rows past `live` never read
+            for (std::size_t i = 0; i < NQ; ++i) std::fill(st + i * BN + live, st + i * BN + KB, F(0));
+        }
         decode_tree<B, NQ, KB, BN>(t, sp, j0, st, mx);
         decode_softmax<B, NQ, KB, BN, DV>(st, mx, s, alpha);
         const auto [vr, ldv] = rows.template operator()<false, DV, v_blocks && streamed<Vl, F, 0>>(v, ob, vpack);
