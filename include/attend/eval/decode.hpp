@@ -269,28 +269,48 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
 // by the tree.
 template <std::size_t D, class Q>
 inline constexpr std::size_t query_width = std::is_same_v<Q, bf16> ? D / 2 : D;
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class Q, class T,
-          class Ahead>
-inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next, std::size_t live) noexcept {
+// decode_scores for a tile the masks cut at `live` (once a step, out of line: inlined beside the
+// whole-tile loop it slowed that loop with clang++): the key rows from `live` on are never read,
+// the block holding `live` is scored from a copy of its live rows (cut_block), the blocks after
+// it score 0 (the tree masks them).
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, bool Split, class F, class Q, class T>
+__attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::size_t ldk, F* st, std::size_t live) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, query_width<D, Q>>;
     constexpr std::size_t groups = query_groups<B, query_width<D, Q>, NQ>;
     alignas(64) std::remove_cv_t<T> pad[W * D];
     for (std::size_t jb = 0; jb < KB; jb += W) {
         B sc[NQ];
-        const T* rows = k + jb * ldk;
-        std::size_t ld = ldk;
-        if (jb + W > live) {  // keys from `live` on take no part: their rows are never read
-            if (jb >= live) {
-                for (std::size_t i = 0; i < NQ; ++i) B(F(0)).store_aligned(st + i * BN + jb);
-                continue;
-            }
-            rows = cut_block<W, D>(rows, ldk, live - jb, pad), ld = D;
+        if (jb >= live) {
+            for (std::size_t i = 0; i < NQ; ++i) B(F(0)).store_aligned(st + i * BN + jb);
+            continue;
         }
+        const bool cut = jb + W > live;
+        const T* rows = cut ? cut_block<W, D>(k + jb * ldk, ldk, live - jb, pad) : k + jb * ldk;
+        const std::size_t ld = cut ? D : ldk;
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
-                constexpr std::size_t rows_n = std::min(QG, NQ - G * QG);
+                constexpr std::size_t n = std::min(QG, NQ - G * QG);
+                simd::dot_block<n, D, Split>(q + G * QG * D, rows, ld, *reinterpret_cast<B(*)[n]>(sc + G * QG));
+            };
+            (group.template operator()<I>(), ...);
+        }(std::make_index_sequence<groups>{});
+        for (std::size_t i = 0; i < NQ; ++i) sc[i].store_aligned(st + i * BN + jb);
+    }
+}
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class Q, class T,
+          class Ahead>
+inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next, std::size_t live) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, query_width<D, Q>>;
+    constexpr std::size_t groups = query_groups<B, query_width<D, Q>, NQ>;
+    if (live < KB) return decode_scores_cut<B, NQ, KB, BN, D, Split>(q, k, ldk, st, live);
+    for (std::size_t jb = 0; jb < KB; jb += W) {  // (a constant trip count: a bound read at run time was slower from DRAM)
+        B sc[NQ];
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
+                constexpr std::size_t rows = std::min(QG, NQ - G * QG);
                 auto request = [&](std::size_t r) __attribute__((always_inline)) { k_next.template request<D>(G * KB + jb + r); };
-                simd::dot_block<rows_n, D, Split>(q + G * QG * D, rows, ld, *reinterpret_cast<B(*)[rows_n]>(sc + G * QG), request);
+                simd::dot_block<rows, D, Split>(q + G * QG * D, k + jb * ldk, ldk, *reinterpret_cast<B(*)[rows]>(sc + G * QG),
+                                                request);
             };
             (group.template operator()<I>(), ...);
         }(std::make_index_sequence<groups>{});
