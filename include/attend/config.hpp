@@ -45,6 +45,16 @@
 // e.g. arch_avx512_bf16_f16c_fma (-march=native on Zen 4), arch_avx2_f16c_fma (x86-64-v3), arch_sse2
 #define ATTEND_ARCH_NAMESPACE ATTEND_ARCH_NAME(ATTEND_ARCH_BASE, ATTEND_ARCH_BF16, ATTEND_ARCH_F16C, ATTEND_ARCH_FMA)
 
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+// The target a translation unit is built for, as a type: the last, defaulted template parameter
+// of every entry point declared outside the target namespace (tensor construction and
+// assignment, eval, eval_with_lse, explain, nn::decoder_step), so that units built for different
+// targets never share one of those symbols with different bodies (the linker keeps one).
+struct target {};
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend
+
 namespace attend::config {
 // Temporaries a plan must materialise live on the stack up to this many bytes, above it on the
 // heap. An embedded build defines ATTEND_NO_HEAP to turn any heap temporary into a compile error.

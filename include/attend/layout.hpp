@@ -30,6 +30,17 @@ struct layout {
         return off;
     }
 
+    // Whether offsets grow strictly in row-major index order (each axis steps past everything
+    // the inner axes reach): row-major memory and slices of it.
+    static constexpr bool increasing = [] {
+        std::size_t inner = 0;  // the largest offset the axes inside k reach
+        for (std::size_t k = rank; k-- > 0;) {
+            if (S::extents[k] > 1 && Strides[k] <= inner) return false;
+            inner += (S::extents[k] - 1) * Strides[k];
+        }
+        return true;
+    }();
+
     // Elements from the first one read to one past the last (aliasing analysis).
     static constexpr std::size_t span = [] {
         std::size_t last = 0;

@@ -7,6 +7,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstring>
+#include <functional>
 #include <type_traits>
 
 #include "check.hpp"
@@ -66,14 +68,14 @@ public:
     }
 
     // Evaluates an expression (tensor<float, 4, 4> t = a * b + c;).
-    template <class E, class Arch = simd::default_arch>
+    template <class E, class Arch = simd::default_arch, class Target = target>
         requires expression<E>
     tensor(E&& e) {  // NOLINT: implicit on purpose, as the result of an expression
         detail::assign<Arch, op::construct, shape_type>(data_, static_cast<E&&>(e));
     }
 
     // Evaluates as if the right side were computed before any element is written.
-    template <class E, class Arch = simd::default_arch>
+    template <class E, class Arch = simd::default_arch, class Target = target>
         requires(expression<E> || scalar<E>)
     tensor& operator=(E&& e) {
         detail::assign<Arch, op::assign, shape_type>(data_, static_cast<E&&>(e));
@@ -118,12 +120,18 @@ public:
     constexpr tensor_ref(const tensor<U, D...>& t) noexcept : p_(t.data()) {}
     constexpr tensor_ref(const tensor_ref&) noexcept = default;
 
-    tensor_ref& operator=(const tensor_ref& other) { return assign_from(other); }
+    // (Not a template, so its body may not depend on the target: a memmove is the assignment of
+    // one row-major view to another of the same shape, overlapping or not.)
+    tensor_ref& operator=(const tensor_ref& other) {
+        static_assert(!std::is_const_v<T>, "attend::tensor_ref: cannot assign to a view of const elements");
+        if constexpr (!std::is_const_v<T>) std::memmove(p_, other.p_, size * sizeof(T));
+        return *this;
+    }
 
-    template <class E, class Arch = simd::default_arch>
+    template <class E, class Arch = simd::default_arch, class Target = target>
         requires(expression<E> || scalar<E>)
     tensor_ref& operator=(E&& e) {
-        return assign_from<E, Arch>(static_cast<E&&>(e));
+        return assign_from<E, Arch, Target>(static_cast<E&&>(e));
     }
 
     template <class... I>
@@ -133,7 +141,7 @@ public:
     constexpr T* data() const noexcept { return p_; }
 
 private:
-    template <class E, class Arch = simd::default_arch>
+    template <class E, class Arch = simd::default_arch, class Target = target>
     tensor_ref& assign_from(E&& e) {
         static_assert(!std::is_const_v<T>, "attend::tensor_ref: cannot assign to a view of const elements");
         if constexpr (!std::is_const_v<T>)
@@ -159,11 +167,30 @@ public:
     constexpr explicit strided_ref(T* p) noexcept : p_(p) {}
     constexpr strided_ref(const strided_ref&) noexcept = default;
 
-    strided_ref& operator=(const strided_ref& other) { return assign_from(other); }
-    template <class E, class Arch = simd::default_arch>
+    // (Not a template, so its body may not depend on the target: element by element in the order
+    // that reads each source element before it is overwritten. A writable strided_ref is a slice
+    // of row-major memory, whose offsets grow in row-major order, so the two views of one layout
+    // overlap as two arrays do for memmove.)
+    strided_ref& operator=(const strided_ref& other) {
+        static_assert(!std::is_const_v<T>, "attend: slice: cannot assign to a view of const elements (a slice of a transpose or permute reads only)");
+        static_assert(L::increasing, "attend internal: strided_ref: a writable view whose offsets do not grow in row-major order");
+        if constexpr (!std::is_const_v<T>) {
+            std::array<std::size_t, rank> idx{};
+            auto offset_at = [&](std::size_t n) {
+                for (std::size_t k = rank; k-- > 0; n /= shape_type::extents[k]) idx[k] = n % shape_type::extents[k];
+                return L::offset(idx);
+            };
+            if (std::less<>{}(p_, other.p_))
+                for (std::size_t n = 0; n < size; ++n) p_[offset_at(n)] = other.p_[offset_at(n)];
+            else
+                for (std::size_t n = size; n-- > 0;) p_[offset_at(n)] = other.p_[offset_at(n)];
+        }
+        return *this;
+    }
+    template <class E, class Arch = simd::default_arch, class Target = target>
         requires(expression<E> || scalar<E>)
     strided_ref& operator=(E&& e) {
-        return assign_from<E, Arch>(static_cast<E&&>(e));
+        return assign_from<E, Arch, Target>(static_cast<E&&>(e));
     }
 
     template <class... I>
@@ -174,7 +201,7 @@ public:
     constexpr T* data() const noexcept { return p_; }
 
 private:
-    template <class E, class Arch = simd::default_arch>
+    template <class E, class Arch = simd::default_arch, class Target = target>
     strided_ref& assign_from(E&& e) {
         static_assert(!std::is_const_v<T>, "attend: slice: cannot assign to a view of const elements (a slice of a transpose or permute reads only)");
         if constexpr (!std::is_const_v<T>) detail::assign_strided<Arch, op::assign, L>(p_, static_cast<E&&>(e));

@@ -140,7 +140,7 @@ void assign_strided(T* out, E&& e) {
 // eval_with_lse(out, lse, e): evaluates a fused attention expression e of shape (..., NQ, DV) into
 // `out` and the log-sum-exp of each query's scores into `lse` of shape (..., NQ) — what is
 // needed to combine attention computed over separate key ranges. Neither may overlap e's inputs.
-template <class Out, class Lse, class E, class Arch = simd::default_arch>
+template <class Out, class Lse, class E, class Arch = simd::default_arch, class Target = target>
     requires expression<E>
 void eval_with_lse(Out&& out, Lse&& lse, E&& e) {
     using L = operand_t<E>;
@@ -167,7 +167,7 @@ void eval_with_lse(Out&& out, Lse&& lse, E&& e) {
 }
 
 // eval(e): a new tensor of the expression's shape and element type.
-template <class E, class Arch = simd::default_arch>
+template <class E, class Arch = simd::default_arch, class Target = target>
     requires expression<E>
 auto eval(E&& e) {
     using L = operand_t<E>;

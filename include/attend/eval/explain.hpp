@@ -120,7 +120,7 @@ template <class E>
 inline constexpr plan plan_of = detail::plan_for<operand_t<E>, shape_t<operand_t<E>>>();
 
 // The loop nest evaluation runs for `e`, as text.
-template <class E, class Arch = simd::default_arch>
+template <class E, class Arch = simd::default_arch, class Target = target>
     requires expression<E>
 std::string explain(const E& e) {
     using L = operand_t<const E&>;

@@ -67,7 +67,7 @@ struct decoder_scratch {
 // Runs one layer on the token at position pos (x: its (1, Dim) residual stream, updated in place).
 // Weights and cache may hold bf16 or f16: the step computes in float and rounds the new key and
 // value rows to the cache's type as it writes them.
-template <class C, class T, class KT>
+template <class C, class T, class KT, class Target = target>
 void decoder_step(tensor<float, 1, C::dim>& x, const decoder_weights<C, T>& w, kv_cache<C, KT>& cache, std::size_t pos,
                   decoder_scratch<C>& s) {
     constexpr std::size_t H = C::kv_heads, G = C::group, D = C::head;
