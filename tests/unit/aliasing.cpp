@@ -81,6 +81,53 @@ BOOST_AUTO_TEST_CASE(views_of_the_destination_in_elementwise_trees) {
     ref::expect_all(c, [&](auto& i) { return ref::at(c0, {i[1], i[2], i[0]}) + 1; });
 }
 
+// A view assigned another view of the same type (the copy assignments, which copy without the
+// planner): overlapping both ways, as if the right side were read first.
+BOOST_AUTO_TEST_CASE(views_copied_onto_overlapping_views) {
+    tensor<float, 7, 9> a, a0;
+    ref::fill(a0, 81);
+    auto same = [&](const tensor<float, 7, 9>& want) {
+        std::size_t differ = 0;
+        for (std::size_t n = 0; n < a.size; ++n) differ += a.data()[n] != want.data()[n];
+        BOOST_TEST(differ == 0u);
+    };
+    for (std::size_t shift : {1u, 9u, 20u}) {  // within a row, a whole row, across rows
+        a = a0;
+        tensor_ref<float, 5, 8> later(a.data() + shift), earlier(a.data());
+        tensor<float, 5, 8> copied = earlier;
+        later = earlier;
+        for (std::size_t n = 0; n < 40; ++n) BOOST_TEST(later.data()[n] == copied.data()[n]);
+        a = a0;
+        earlier = later;  // the other way round
+        for (std::size_t n = 0; n < 40; ++n) BOOST_TEST(a.data()[n] == a0.data()[n + shift]);
+    }
+    // slices of one layout (strided rows), shifted down and up by one row and by three columns
+    a = a0;
+    attend::slice<0, 5>(a, 1) = attend::slice<0, 5>(a, 0);
+    tensor<float, 7, 9> down = a0;
+    for (std::size_t r = 1; r < 6; ++r)
+        for (std::size_t c = 0; c < 9; ++c) down(r, c) = a0(r - 1, c);
+    same(down);
+    a = a0;
+    attend::slice<0, 5>(a, 0) = attend::slice<0, 5>(a, 1);
+    tensor<float, 7, 9> up = a0;
+    for (std::size_t r = 0; r < 5; ++r)
+        for (std::size_t c = 0; c < 9; ++c) up(r, c) = a0(r + 1, c);
+    same(up);
+    a = a0;
+    attend::slice<1, 6>(a, 3) = attend::slice<1, 6>(a, 0);
+    tensor<float, 7, 9> right = a0;
+    for (std::size_t r = 0; r < 7; ++r)
+        for (std::size_t c = 3; c < 9; ++c) right(r, c) = a0(r, c - 3);
+    same(right);
+    a = a0;
+    attend::slice<1, 6>(a, 0) = attend::slice<1, 6>(a, 3);
+    tensor<float, 7, 9> left = a0;
+    for (std::size_t r = 0; r < 7; ++r)
+        for (std::size_t c = 0; c < 6; ++c) left(r, c) = a0(r, c + 3);
+    same(left);
+}
+
 BOOST_AUTO_TEST_CASE(matmul_reading_the_destination) {
     tensor<float, 64, 64> x, w, x0;
     ref::fill(x, 21);
