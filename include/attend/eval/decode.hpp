@@ -257,18 +257,10 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
     stage(no_rows_ahead{});
 }
 
-// S = Q K_tile^T, W keys at a time, each key row read whole and in order for each group of
-// queries held in registers (the next group finds the rows in L1/L2). Zen 5 streamed K from DRAM
-// at half the speed when rows were interleaved or each K vector met four query loads. The groups
-// request the next tile's K rows, each its share (k_next: rows_ahead with a part per group).
-// Split: bf16 key rows read as their even and odd elements, q split the same way
-// (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000 keys on Zen 5: 0.91-1.05 -> 0.82-0.85
-// ms with either compiler; the one- and two-query stream keeps widening in order, clang++ ran it
-// 1.6x slower split). Q of bf16 (decode_pairs): pair dot products, half the registers a query.
-// Key rows from `live` on (a tile the masks cut) are never read: their scores are 0 here, masked
-// by the tree.
+// The width of a query row as the scores read it (bf16 queries: pairs).
 template <std::size_t D, class Q>
 inline constexpr std::size_t query_width = std::is_same_v<Q, bf16> ? D / 2 : D;
+
 // decode_scores for a tile the masks cut at `live` (once a step, out of line: inlined beside the
 // whole-tile loop it slowed that loop with clang++): the key rows from `live` on are never read,
 // the block holding `live` is scored from a copy of its live rows (cut_block), the blocks after
@@ -297,6 +289,16 @@ __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::si
         for (std::size_t i = 0; i < NQ; ++i) sc[i].store_aligned(st + i * BN + jb);
     }
 }
+
+// S = Q K_tile^T, W keys at a time, each key row read whole and in order for each group of
+// queries held in registers (the next group finds the rows in L1/L2). Zen 5 streamed K from DRAM
+// at half the speed when rows were interleaved or each K vector met four query loads. The groups
+// request the next tile's K rows, each its share (k_next: rows_ahead with a part per group).
+// Split: bf16 key rows read as their even and odd elements, q split the same way
+// (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000 keys on Zen 5: 0.91-1.05 -> 0.82-0.85
+// ms with either compiler; the one- and two-query stream keeps widening in order, clang++ ran it
+// 1.6x slower split). Q of bf16 (decode_pairs): pair dot products, half the registers a query.
+// A tile the masks cut at `live` goes to decode_scores_cut.
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class Q, class T,
           class Ahead>
 inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next, std::size_t live) noexcept {
