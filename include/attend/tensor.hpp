@@ -180,10 +180,14 @@ public:
                 for (std::size_t k = rank; k-- > 0; n /= shape_type::extents[k]) idx[k] = n % shape_type::extents[k];
                 return L::offset(idx);
             };
+            auto copy = [&](std::size_t n) {
+                const std::size_t off = offset_at(n);
+                p_[off] = other.p_[off];
+            };
             if (std::less<>{}(p_, other.p_))
-                for (std::size_t n = 0; n < size; ++n) p_[offset_at(n)] = other.p_[offset_at(n)];
+                for (std::size_t n = 0; n < size; ++n) copy(n);
             else
-                for (std::size_t n = size; n-- > 0;) p_[offset_at(n)] = other.p_[offset_at(n)];
+                for (std::size_t n = size; n-- > 0;) copy(n);
         }
         return *this;
     }
