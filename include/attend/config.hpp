@@ -10,6 +10,11 @@
 
 #include <cstddef>
 
+// xsimd 8.1 has float and double kernels for AVX-512 only with AVX512BW (Skylake-SP and later).
+#if defined(__AVX512F__) && !defined(__AVX512BW__)
+#error "attend: AVX-512 without AVX512BW (e.g. -march=knl) is not supported by xsimd 8.1: build for AVX2 (-mno-avx512f) or a CPU with AVX512BW"
+#endif
+
 #if defined(__AVX512F__)
 #define ATTEND_ARCH_BASE arch_avx512
 #elif defined(__AVX2__)

@@ -271,23 +271,27 @@ __attribute__((always_inline)) inline void accumulate_pv(rows_view<E> v, const E
 }
 
 // Stage 5, finish: O = O^T / l transposed into the output rows (zeros for a query whose every
-// key was masked: l = 0), and the log-sum-exp when asked for.
+// key was masked: l = 0), and the log-sum-exp when asked for. The first `skip` queries are not
+// written (the last tile overlaps the one before it: evaluate_attention).
 template <class Vb, std::size_t NVq, std::size_t DV, class F, class T, class U>
-inline void finish_queries(F* ot, bool fresh, const Vb (&m)[NVq], const Vb (&l)[NVq], T* o, U* lse) noexcept {
+inline void finish_queries(F* ot, bool fresh, const Vb (&m)[NVq], const Vb (&l)[NVq], T* o, U* lse, std::size_t skip) noexcept {
     constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
     if (fresh) std::fill(ot, ot + DV * QL, F(0));  // every key tile was masked out
     Vb inv[NVq];
     for (std::size_t c = 0; c < NVq; ++c) inv[c] = simd::select<Vb>(l[c] == Vb(F(0)), Vb(F(0)), Vb(F(1)) / l[c]);
     for (std::size_t dv = 0; dv < DV; ++dv)
         for (std::size_t c = 0; c < NVq; ++c) simd::store(ot + dv * QL + c * WL, simd::load<Vb>(ot + dv * QL + c * WL) * inv[c]);
-    if constexpr (std::is_same_v<T, F>) {
+    if (std::is_same_v<T, F> && skip == 0) {
         simd::transpose<DV, QL, QL, DV>(ot, o);
     } else {
-        for (std::size_t c = 0; c < QL; ++c)
+        for (std::size_t c = skip; c < QL; ++c)
             for (std::size_t dv = 0; dv < DV; ++dv) o[c * DV + dv] = static_cast<T>(ot[dv * QL + c]);
     }
-    if (lse != nullptr)
-        for (std::size_t c = 0; c < NVq; ++c) simd::store(lse + c * WL, m[c] / Vb(simd::log2e_x8<F>) + simd::log(l[c]));
+    if (lse != nullptr) {
+        alignas(64) F all[QL];
+        for (std::size_t c = 0; c < NVq; ++c) simd::store(all + c * WL, m[c] / Vb(simd::log2e_x8<F>) + simd::log(l[c]));
+        std::copy(all + skip, all + QL, lse + skip);
+    }
 }
 
 // ---- bf16 operands as pairs (vdpbf16ps) ----------------------------------------------------
@@ -373,9 +377,10 @@ inline rows_view<F> live_rows(rows_view<F> v, std::size_t live, F* pack) noexcep
 // ---- the nest ------------------------------------------------------------------------------
 
 // One work item: the queries i0 .. i0+QL of batch index `batch`, over every key tile that the
-// score tree's index masks do not rule out (bounds.hpp).
+// score tree's index masks do not rule out (bounds.hpp); the first `skip` are not written.
 template <class Arch, class S, class T, class F, class Vb, std::size_t NVq, class Sc, class Ql, class Kt, class Vl, class U>
-void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0) {
+void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0,
+                std::size_t skip) {
     using Ss = typename Sc::shape_type;
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
     constexpr std::size_t R = S::rank, Rs = Ss::rank, NQ = MM::M, D = MM::K, NK = MM::N, DV = S::extents[R - 1];
@@ -455,17 +460,21 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
 
     ob.idx[R - 2] = i0;
     ob.idx[R - 1] = 0;
-    finish_queries<Vb, NVq, DV>(ot, fresh, m, l, out + row_major<S>::offset(ob.idx), lse ? lse + batch * NQ + i0 : lse);
+    finish_queries<Vb, NVq, DV>(ot, fresh, m, l, out + row_major<S>::offset(ob.idx), lse ? lse + batch * NQ + i0 : lse, skip);
 }
 
 // Writes the attention output to `out` and, when `lse` is given, the log-sum-exp of each query's
 // (modified) scores to lse[batch * NQ + i] (-inf for a query whose every key is masked).
 //
-// Work items: (batch index, query tile), the last queries one by one. Each item owns its stack
-// tiles and writes its own output rows, so items run in any order, on any thread, with
-// bit-identical results. Items go batch index by batch index (consecutive items share K and V in
-// cache), last query tile first within each: under a causal mask those have the most keys, so
-// the dynamic schedule ends on short items.
+// Work items: (batch index, query tile). When the tiles do not divide the queries, the last tile
+// ends at the last query and overlaps the one before it (a whole vector tile, faster than
+// queries one by one and one loop nest less to compile); it writes only the queries the tiles
+// before it do not. Each item owns its stack tiles and writes its own output rows, so items run
+// in any order, on any thread, with bit-identical results (a query's lane sees the same key
+// tiles' values in any tile: tiles skipped for one box and visited for another add exact zeros).
+// Items go batch index by batch index (consecutive items share K and V in cache), last query
+// tile first within each: under a causal mask those have the most keys, so the dynamic schedule
+// ends on short items.
 template <class Arch, class S, class T, class E, class U = T>
 void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
     const auto& sc = root.a.arg;  // the score tree
@@ -474,22 +483,21 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
     constexpr std::size_t NQ = MM::M, D = MM::K, NK = MM::N, DV = S::extents[S::rank - 1];
     using F = compute_t<E, floating_or_double<T>>;
     using G = attention_tiling<F, Arch, NQ, D, DV>;
-    constexpr std::size_t QT = G::QT, tiles = NQ / QT, items = tiles + NQ % QT;  // per batch index
+    constexpr std::size_t QT = G::QT, tiles = NQ / QT, items = tiles + (NQ % QT != 0);  // per batch index
     constexpr std::size_t batches = S::size / (NQ * DV);
     constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 20);  // ~2 MFLOP
     // Q, K^T and V evaluated first where they are not leaves the nest can read.
     lower_each<Arch, 0>(std::tie(scores.a, scores.b, root.b), [&](const auto& q, const auto& kt, const auto& v) {
         if constexpr (NQ <= decode_tiling<F, Arch, NQ, D, DV>::max_queries) {  // a few queries: decode.hpp
             evaluate_decode<Arch, S, T, F>(sc, q, kt, v, out, lse);
-            return;
+        } else {
+            static_assert(NQ >= QT, "attend internal: the attention nest's query tile is wider than the queries");
+            parallel_for(batches * items, worth, [&](std::size_t item) {
+                const std::size_t batch = item / items, t = items - 1 - item % items;
+                const std::size_t i0 = t < tiles ? t * QT : NQ - QT, skip = t < tiles ? 0 : QT - NQ % QT;
+                query_tile<Arch, S, T, F, typename G::B, G::NV>(sc, q, kt, v, out, lse, batch, i0, skip);
+            });
         }
-        parallel_for(batches * items, worth, [&](std::size_t item) {
-            const std::size_t batch = item / items, t = items - 1 - item % items;
-            if (t < tiles)
-                query_tile<Arch, S, T, F, typename G::B, G::NV>(sc, q, kt, v, out, lse, batch, t * QT);
-            else
-                query_tile<Arch, S, T, F, F, 1>(sc, q, kt, v, out, lse, batch, tiles * QT + (t - tiles));
-        });
     });
 }
 

@@ -115,10 +115,11 @@ constexpr auto rms_norm(X&& x, W&& w, double eps = 1e-5) {
     static_assert(detail::reusable<X>, "attend::nn::rms_norm: x is read twice; pass a named tensor or an expression");
     using S = shape_t<operand_t<X>>;
     using T = detail::value_t<X>;
-    static_assert(check::norm_weight<op::rms_norm, S, shape_t<operand_t<W>>>::ok,
-                  "attend::nn::rms_norm: the weight must be a vector as long as x's last axis");
+    constexpr bool ok = check::norm_weight<op::rms_norm, S, shape_t<operand_t<W>>>::ok;
+    static_assert(check::norm_weight<op::rms_norm, S, shape_t<operand_t<W>>>::ok, "attend::nn::rms_norm: the weight must be a vector as long as x's last axis");
     constexpr T inv_e = T(1) / T(S::extents[S::rank - 1]);
-    return x * rsqrt(sum(x * x) * inv_e + T(eps)) * std::forward<W>(w);
+    if constexpr (!ok) return invalid_expr{};  // (one error, not its echoes in the formula)
+    else return x * rsqrt(sum(x * x) * inv_e + T(eps)) * std::forward<W>(w);
 }
 
 namespace detail {
@@ -169,19 +170,23 @@ template <std::size_t HeadDim, std::size_t Capacity, class X>
 constexpr auto rope(X&& x, const rotary_table<HeadDim, Capacity>& table, std::size_t pos) {
     static_assert(detail::reusable<X>, "attend::nn::rope: x is read twice; pass a named tensor or an expression");
     using S = shape_t<operand_t<X>>;
-    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok,
-                  "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
+    constexpr bool ok = check::rotary_heads<op::rope, HeadDim, S>::ok;
+    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok, "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
     constexpr std::size_t NT = S::extents[S::rank - 2], P = HeadDim / 2;
-    static_assert(NT <= Capacity, "attend::nn::rope: more tokens than the rotary table has positions");
-    if (pos > Capacity - NT) {  // named here, not as the slice below
-        char what[160];
-        std::snprintf(what, sizeof what, "%zu tokens from position %zu are past the rotary table's %zu positions", NT, pos, Capacity);
-        check::stop("nn::rope", what);
+    static_assert(!ok || NT <= Capacity, "attend::nn::rope: more tokens than the rotary table has positions");
+    if constexpr (!ok || NT > Capacity) {
+        return invalid_expr{};  // (one error, not its echoes in the formula)
+    } else {
+        if (pos > Capacity - NT) {  // named here, not as the slice below
+            char what[160];
+            std::snprintf(what, sizeof what, "%zu tokens from position %zu are past the rotary table's %zu positions", NT, pos, Capacity);
+            check::stop("nn::rope", what);
+        }
+        auto xr = reshape_as<detail::rotary_pairs<HeadDim, S>>(std::forward<X>(x));
+        auto c = reshape<NT, 1, P, 2>(slice<0, NT>(table.cos_pair, pos));
+        auto s = reshape<NT, 1, P, 2>(slice<0, NT>(table.sin_pair, pos));
+        return reshape_as<S>(xr * c + take<-1>(xr, detail::swap_pair) * s);
     }
-    auto xr = reshape_as<detail::rotary_pairs<HeadDim, S>>(std::forward<X>(x));
-    auto c = reshape<NT, 1, P, 2>(slice<0, NT>(table.cos_pair, pos));
-    auto s = reshape<NT, 1, P, 2>(slice<0, NT>(table.sin_pair, pos));
-    return reshape_as<S>(xr * c + take<-1>(xr, detail::swap_pair) * s);
 }
 
 template <std::size_t HeadDim, class X>
@@ -190,14 +195,18 @@ constexpr auto rope(X&& x, std::size_t pos, double theta = 10000.0) {
     static_assert(detail::reusable<X>, "attend::nn::rope: x is read twice; pass a named tensor or an expression");
     using S = shape_t<operand_t<X>>;
     using T = detail::value_t<X>;
-    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok,
-                  "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
-    constexpr std::size_t NT = S::extents[S::rank - 2], P = HeadDim / 2;
-    auto xr = reshape_as<detail::rotary_pairs<HeadDim, S>>(std::forward<X>(x));
-    const T log_step = T(-2.0 * std::log(theta) / double(HeadDim));
-    auto angle = cast<T>(iota<0, NT, 1, P, 1>() + static_cast<std::int64_t>(pos)) * exp(cast<T>(iota<2, NT, 1, P, 1>()) * log_step);
-    auto sign = cast<T>(iota<3, NT, 1, P, 2>() * 2 - 1);  // -1 for the first of a pair, +1 for the second
-    return reshape_as<S>(xr * cos(angle) + take<-1>(xr, detail::swap_pair) * (sin(angle) * sign));
+    constexpr bool ok = check::rotary_heads<op::rope, HeadDim, S>::ok;
+    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok, "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
+    if constexpr (!ok) {
+        return invalid_expr{};  // (one error, not its echoes in the formula)
+    } else {
+        constexpr std::size_t NT = S::extents[S::rank - 2], P = HeadDim / 2;
+        auto xr = reshape_as<detail::rotary_pairs<HeadDim, S>>(std::forward<X>(x));
+        const T log_step = T(-2.0 * std::log(theta) / double(HeadDim));
+        auto angle = cast<T>(iota<0, NT, 1, P, 1>() + static_cast<std::int64_t>(pos)) * exp(cast<T>(iota<2, NT, 1, P, 1>()) * log_step);
+        auto sign = cast<T>(iota<3, NT, 1, P, 2>() * 2 - 1);  // -1 for the first of a pair, +1 for the second
+        return reshape_as<S>(xr * cos(angle) + take<-1>(xr, detail::swap_pair) * (sin(angle) * sign));
+    }
 }
 
 // The SwiGLU gate of Llama's feed-forward: silu(a) * b, silu(a) = a * sigmoid(a).
@@ -205,9 +214,10 @@ template <class A, class B>
     requires expression<A> && expression<B>
 constexpr auto swiglu(A&& a, B&& b) {
     static_assert(detail::reusable<A>, "attend::nn::swiglu: a is read twice; pass a named tensor or an expression");
-    static_assert(check::broadcast<op::swiglu, shape_t<operand_t<A>>, shape_t<operand_t<B>>>::ok,
-                  "attend::nn::swiglu: the gate and the value must have the same shape");
-    return a * sigmoid(a) * std::forward<B>(b);
+    constexpr bool ok = check::broadcast<op::swiglu, shape_t<operand_t<A>>, shape_t<operand_t<B>>>::ok;
+    static_assert(check::broadcast<op::swiglu, shape_t<operand_t<A>>, shape_t<operand_t<B>>>::ok, "attend::nn::swiglu: the gate and the value must have the same shape");
+    if constexpr (!ok) return invalid_expr{};  // (one error, not its echoes in the formula)
+    else return a * sigmoid(a) * std::forward<B>(b);
 }
 
 // Rows of an embedding table (V, E) picked by token ids (T) -> (T, E); an id outside [0, V) stops
