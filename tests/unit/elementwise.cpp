@@ -33,14 +33,14 @@ using all_cases = boost::mpl::list<
     pair<tensor<float, 1, 3, 1, 33>, tensor<float, 2, 1, 17, 1>>,
     pair<tensor<double, 17, 65>, tensor<double, 65>>, pair<tensor<double, 7, 3>, tensor<double, 7, 1>>,
     pair<tensor<double, 3, 33, 17>, tensor<double, 3, 33, 17>>>;
-// A second target's build (see ref::secondary_target): tails of every width, each broadcast kind
+// A build that runs the sweeps' edges (see ref::sweep_edges): tails of every width, each broadcast kind
 // once, both element types.
 using edge_cases = boost::mpl::list<
     pair<tensor<float, 3>, tensor<float, 3>>, pair<tensor<float, 65>, tensor<float, 1>>,
     pair<tensor<float, 17, 33>, tensor<float, 33>>, pair<tensor<float, 33, 1>, tensor<float, 1, 17>>,
     pair<tensor<float, 3, 1, 65>, tensor<float, 7, 1>>, pair<tensor<float, 1, 3, 1, 33>, tensor<float, 2, 1, 17, 1>>,
     pair<tensor<double, 17, 65>, tensor<double, 65>>>;
-using cases = std::conditional_t<ref::secondary_target, edge_cases, all_cases>;
+using cases = std::conditional_t<ref::sweep_edges, edge_cases, all_cases>;
 
 template <class Case>
 struct operands {

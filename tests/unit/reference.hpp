@@ -17,17 +17,18 @@ namespace ref {
 
 // The sweeps over query counts, row counts and broadcast shapes run in full in the native build;
 // the builds for a second target of the same machine (unit.portable, unit.x86-64-v3: other vector
-// widths and register counts) run their edges — each width's tails, one and two blocks, the
-// largest — which keeps CI's compile time within its budget.
-#ifdef ATTEND_TEST_SECONDARY_TARGET
-inline constexpr bool secondary_target = true;
+// widths and register counts) and the sanitizers' build (memory errors sit at the edges) run
+// their edges — each width's tails, one and two blocks, the largest — which keeps CI's compile
+// time within its budget (ATTEND_TEST_SWEEP_EDGES, tests/CMakeLists.txt).
+#ifdef ATTEND_TEST_SWEEP_EDGES
+inline constexpr bool sweep_edges = true;
 #else
-inline constexpr bool secondary_target = false;
+inline constexpr bool sweep_edges = false;
 #endif
 
 // The query or row counts a sweep over 1 .. 17 visits.
 using sweep_1_to_17 =
-    std::conditional_t<secondary_target, std::index_sequence<1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17>,
+    std::conditional_t<sweep_edges, std::index_sequence<1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17>,
                        std::index_sequence<1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17>>;
 
 using index = std::vector<std::size_t>;
