@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
         const attend::tensor<std::int32_t, 3> ids{1, 9, 2};
         attend::tensor<float, 3, 4> e = attend::take<0>(table, ids);
         std::printf("%g\n", double(e(0, 0)));
+    } else if (std::strcmp(which, "take_view") == 0) {  // 2-d indices through a transpose: entries in its row-major order
+        const attend::tensor<std::int32_t, 2, 3> ids{1, 2, 3, 4, 9, 5};
+        attend::tensor<float, 3, 2, 4> e = attend::take<0>(table, attend::transpose(ids));
+        std::printf("%g\n", double(e(0, 0, 0)));
     } else if (std::strcmp(which, "no_heap_overlap") == 0) {
 #ifdef ATTEND_NO_HEAP
         static attend::tensor<float, 256, 256> big;  // a transpose of itself needs a 256 KiB temporary

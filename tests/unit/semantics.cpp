@@ -233,6 +233,27 @@ BOOST_AUTO_TEST_CASE(slices_and_gathers) {
     const tensor<std::int32_t, 1> one{7};  // a single row broadcast over a batch
     const tensor<float, 3, 1, 4> b = attend::take<0>(table, one) + tensor<float, 3, 1, 1>{};
     ref::expect_all(b, [&](auto& i) { return ref::at(table, {7, i[2]}); });
+
+    // Indices of any shape, as NumPy's take: (B, T) token ids -> (B, T, E); an operand axis in the
+    // middle; lanes along the indices' last axis; the indices as a strided view (a transpose).
+    const tensor<std::int32_t, 2, 3> batch{8, 0, 5, 5, 1, 8};
+    const tensor<float, 2, 3, 4> rows = attend::take<0>(table, batch);
+    ref::expect_all(rows, [&](auto& i) { return ref::at(table, {std::size_t(batch(i[0], i[1])), i[2]}); });
+    tensor<float, 2, 9, 3> t3;
+    ref::fill(t3, 54);
+    const tensor<std::int64_t, 2, 19> many = [] {
+        tensor<std::int64_t, 2, 19> m;
+        for (std::size_t n = 0; n < 38; ++n) m.data()[n] = std::int64_t(n * 5 % 9);
+        return m;
+    }();
+    const tensor<float, 2, 2, 19, 3> mid = attend::take<1>(t3, many) * 2.0f;
+    ref::expect_all(mid, [&](auto& i) { return 2 * ref::at(t3, {i[0], std::size_t(many(i[1], i[2])), i[3]}); });
+    tensor<std::int16_t, 2, 19> cols4;
+    for (std::size_t n = 0; n < 38; ++n) cols4.data()[n] = std::int16_t(n * 3 % 4);
+    const tensor<float, 9, 2, 19> lanes = attend::take<1>(table, cols4);  // one index per lane
+    ref::expect_all(lanes, [&](auto& i) { return ref::at(table, {i[0], std::size_t(cols4(i[1], i[2]))}); });
+    const tensor<float, 3, 2, 4> through_view = attend::take<0>(table, attend::transpose(batch));
+    ref::expect_all(through_view, [&](auto& i) { return ref::at(table, {std::size_t(batch(i[1], i[0])), i[2]}); });
 }
 
 // Trees of integers keep every bit (a review found int64 beyond 2^53 rounded by a plain copy, a

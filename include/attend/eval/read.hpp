@@ -311,18 +311,26 @@ inline auto read(const map<Op, A...>& node, const Pos& p) noexcept {
 template <class B, std::size_t Axis, class A, class I, std::size_t R, std::size_t L>
 inline auto read(const take_node<Axis, A, I>& node, const nd_pos<R, L>& p) noexcept {
     using S = typename take_node<Axis, A, I>::shape_type;
-    constexpr std::size_t ax = R - S::rank + Axis, m = S::extents[Axis];
-    auto at = [&](std::size_t k) {  // the position p with its entry along the axis gathered
-        nd_pos<R, L> q = p;
-        q.idx[ax] = static_cast<std::size_t>(node.indices.data()[m == 1 ? 0 : k]);
-        return q;
+    using IS = typename I::shape_type;
+    constexpr std::size_t IR = IS::rank, ax = R - S::rank + Axis;  // p's axes ax .. ax + IR - 1 index the indices
+    constexpr std::size_t R2 = R - IR + 1;                         // the operand's position: one axis for them
+    constexpr bool gathered_lanes = L >= ax && L < ax + IR;
+    constexpr std::size_t L2 = L < ax ? L : gathered_lanes ? ax : L - IR + 1;
+    auto at = [&](const nd_pos<R, L>& q) {  // the operand's position for output position q
+        std::size_t off = 0;                 // (an index axis of extent 1 may be broadcast: entry 0)
+        for (std::size_t k = 0; k < IR; ++k) off += (IS::extents[k] == 1 ? 0 : q.idx[ax + k]) * I::layout::strides[k];
+        nd_pos<R2, L2> a;
+        for (std::size_t k = 0; k < ax; ++k) a.idx[k] = q.idx[k];
+        a.idx[ax] = static_cast<std::size_t>(node.indices.data()[off]);
+        for (std::size_t k = ax + 1; k < R2; ++k) a.idx[k] = q.idx[k + IR - 1];
+        return a;
     };
-    if constexpr (ax != L || !simd::is_batch<B>) {
-        return read<B>(node.arg, at(p.idx[ax]));
-    } else {  // lanes along the gathered axis: one index per lane
+    if constexpr (!gathered_lanes || !simd::is_batch<B>) {
+        return read<B>(node.arg, at(p));
+    } else {  // lanes along an index axis: one index per lane
         using F = simd::value_t<B>;
         alignas(64) F tmp[simd::lanes<B>];
-        for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = read<F>(node.arg, at(p.idx[ax] + l));
+        for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = read<F>(node.arg, at(p.advanced(l)));
         return B::load_aligned(tmp);
     }
 }

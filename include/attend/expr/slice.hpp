@@ -96,14 +96,26 @@ constexpr auto slice(X&& t, std::size_t start) {
     }
 }
 
-// take<Axis>(t, indices): t (..., N, ...) gathered along Axis by a 1-D integer tensor of M
-// run-time indices -> (..., M, ...). Every index is checked against N when the expression is
-// evaluated (a bad one stops the program), so evaluation reads only valid positions.
+namespace detail {
+// t's extents with axis Axis replaced by all the extents of the indices (NumPy's take).
+template <std::size_t Axis, class S, class IS>
+constexpr auto taken_extents() {
+    std::array<std::size_t, S::rank + IS::rank - 1> e{};
+    for (std::size_t k = 0; k < e.size(); ++k)
+        e[k] = k < Axis ? S::extents[k] : k < Axis + IS::rank ? IS::extents[k - Axis] : S::extents[k - IS::rank + 1];
+    return e;
+}
+}  // namespace detail
+
+// take<Axis>(t, indices): t (..., N, ...) gathered along Axis by an integer tensor of run-time
+// indices of any shape (M...) -> (..., M..., ...), as NumPy's take. Every index is checked
+// against N when the expression is evaluated (a bad one stops the program), so evaluation reads
+// only valid positions.
 template <std::size_t Axis, class A, class I>
 struct take_node : expr_base {
     using kind = kind::take;
     using value_type = typename A::value_type;
-    using shape_type = shapes::shape_of<detail::with_extent<Axis, I::shape_type::extents[0], typename A::shape_type>()>;
+    using shape_type = shapes::shape_of<detail::taken_extents<Axis, typename A::shape_type, typename I::shape_type>()>;
     static constexpr std::size_t axis = Axis;
     static constexpr bool weak = A::weak;
     static constexpr int precision = A::precision;
@@ -114,11 +126,18 @@ struct take_node : expr_base {
     static constexpr auto rebuild(CA&& a, CI&& i) {
         return take_node<Axis, std::remove_cvref_t<CA>, std::remove_cvref_t<CI>>{{}, std::forward<CA>(a), std::forward<CI>(i)};
     }
+    // Entry k of the indices in row-major order (they may be a strided view).
+    auto entry(std::size_t k) const noexcept {
+        constexpr auto e = I::shape_type::extents;
+        std::size_t off = 0;
+        for (std::size_t a = e.size(); a-- > 0; k /= e[a]) off += k % e[a] * I::layout::strides[a];
+        return indices.data()[off];
+    }
     // Stops the program unless every index lies in [0, N).
     void check_indices() const {
-        constexpr std::size_t n = A::shape_type::extents[Axis], m = I::shape_type::extents[0];
+        constexpr std::size_t n = A::shape_type::extents[Axis], m = I::shape_type::size;
         for (std::size_t k = 0; k < m; ++k) {
-            const auto i = indices.data()[k];
+            const auto i = entry(k);
             bool bad = static_cast<std::size_t>(i) >= n;
             if constexpr (std::is_signed_v<std::remove_cvref_t<decltype(i)>>) bad = bad || i < 0;
             if (bad) {
@@ -142,13 +161,14 @@ constexpr auto take(X&& t, Ix&& indices) {
     using LI = operand_t<Ix>;
     using S = typename L::shape_type;
     constexpr std::size_t ax = Axis < 0 ? std::size_t(int(S::rank) + Axis) : std::size_t(Axis);
-    constexpr bool ok = ax < S::rank && LI::shape_type::rank == 1 && std::is_integral_v<typename LI::value_type> &&
-                        !std::is_same_v<typename LI::value_type, bool> && is_memory_leaf<LI> &&
-                        !std::is_same_v<typename L::value_type, bool>;
+    constexpr bool indices_ok = [] {
+        if constexpr (is_memory_leaf<LI>)
+            return std::is_integral_v<typename LI::value_type> && !std::is_same_v<typename LI::value_type, bool>;
+        else return false;
+    }();
+    constexpr bool ok = ax < S::rank && indices_ok && !std::is_same_v<typename L::value_type, bool>;
     static_assert(check::axis_in_range<op::take, ax, S>::ok, "attend: take: Axis must be an axis of the shape");
-    static_assert(LI::shape_type::rank == 1 && std::is_integral_v<typename LI::value_type> &&
-                      !std::is_same_v<typename LI::value_type, bool> && is_memory_leaf<LI>,
-                  "attend: take: the indices must be a 1-D tensor of integers");
+    static_assert(indices_ok, "attend: take: the indices must be a tensor (or a view of one) of integers");
     static_assert(!std::is_same_v<typename L::value_type, bool>, "attend: take: gathers numbers, not bool masks");
     if constexpr (any_invalid<L, LI> || !ok) return invalid_expr{};
     else return take_node<ax, L, LI>{{}, operand(std::forward<X>(t)), operand(std::forward<Ix>(indices))};

@@ -220,8 +220,8 @@ constexpr auto swiglu(A&& a, B&& b) {
     else return a * sigmoid(a) * std::forward<B>(b);
 }
 
-// Rows of an embedding table (V, E) picked by token ids (T) -> (T, E); an id outside [0, V) stops
-// the program with a message.
+// Rows of an embedding table (V, E) picked by token ids (T) -> (T, E), or by ids of any shape
+// (M...) -> (M..., E); an id outside [0, V) stops the program with a message.
 template <class Table, class Ids>
     requires expression<Table> && expression<Ids>
 constexpr auto embedding(Table&& table, Ids&& ids) {
