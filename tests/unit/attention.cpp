@@ -674,6 +674,15 @@ BOOST_AUTO_TEST_CASE(log_sum_exp_combines_attention_over_split_keys) {
                 BOOST_TEST(ref::close(combined, double(full(b, i, d)), 1e-5), combined << " vs " << full(b, i, d));
             }
         }
+    // Into an output and lse of another type than the computation's (float into double): the same
+    // values, the last query tile's rows included.
+    tensor<double, 2, NQ, D> o_wide;
+    tensor<double, 2, NQ> l_wide;
+    attend::eval_with_lse(o_wide, l_wide, attend::scaled_dot_product_attention(q, k, v));
+    tensor<float, 2, NQ> l_full;
+    attend::eval_with_lse(full, l_full, attend::scaled_dot_product_attention(q, k, v));
+    for (std::size_t n = 0; n < full.size; ++n) BOOST_TEST(o_wide.data()[n] == double(full.data()[n]));
+    for (std::size_t n = 0; n < l_full.size; ++n) BOOST_TEST(l_wide.data()[n] == double(l_full.data()[n]));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -281,12 +281,13 @@ inline void finish_queries(F* ot, bool fresh, const Vb (&m)[NVq], const Vb (&l)[
     for (std::size_t c = 0; c < NVq; ++c) inv[c] = simd::select<Vb>(l[c] == Vb(F(0)), Vb(F(0)), Vb(F(1)) / l[c]);
     for (std::size_t dv = 0; dv < DV; ++dv)
         for (std::size_t c = 0; c < NVq; ++c) simd::store(ot + dv * QL + c * WL, simd::load<Vb>(ot + dv * QL + c * WL) * inv[c]);
-    if (std::is_same_v<T, F> && skip == 0) {
-        simd::transpose<DV, QL, QL, DV>(ot, o);
-    } else {
+    bool transposed = false;
+    if constexpr (std::is_same_v<T, F>) {
+        if (skip == 0) simd::transpose<DV, QL, QL, DV>(ot, o), transposed = true;
+    }
+    if (!transposed)
         for (std::size_t c = skip; c < QL; ++c)
             for (std::size_t dv = 0; dv < DV; ++dv) o[c * DV + dv] = static_cast<T>(ot[dv * QL + c]);
-    }
     if (lse != nullptr) {
         alignas(64) F all[QL];
         for (std::size_t c = 0; c < NVq; ++c) simd::store(all + c * WL, m[c] / Vb(simd::log2e_x8<F>) + simd::log(l[c]));
@@ -471,7 +472,8 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
 // queries one by one and one loop nest less to compile); it writes only the queries the tiles
 // before it do not. Each item owns its stack tiles and writes its own output rows, so items run
 // in any order, on any thread, with bit-identical results (a query's lane sees the same key
-// tiles' values in any tile: tiles skipped for one box and visited for another add exact zeros).
+// tiles' values in any tile: tiles skipped for one box and visited for another add exact zeros,
+// or NaN where V holds NaN or inf at keys the query masks: docs/numerics.md).
 // Items go batch index by batch index (consecutive items share K and V in cache), last query
 // tile first within each: under a causal mask those have the most keys, so the dynamic schedule
 // ends on short items.
