@@ -116,7 +116,8 @@ constexpr auto rms_norm(X&& x, W&& w, double eps = 1e-5) {
     using S = shape_t<operand_t<X>>;
     using T = detail::value_t<X>;
     constexpr bool ok = check::norm_weight<op::rms_norm, S, shape_t<operand_t<W>>>::ok;
-    static_assert(check::norm_weight<op::rms_norm, S, shape_t<operand_t<W>>>::ok, "attend::nn::rms_norm: the weight must be a vector as long as x's last axis");
+    static_assert(check::norm_weight<op::rms_norm, S, shape_t<operand_t<W>>>::ok,
+                  "attend::nn::rms_norm: the weight must be a vector as long as x's last axis");
     constexpr T inv_e = T(1) / T(S::extents[S::rank - 1]);
     if constexpr (!ok) return invalid_expr{};  // (one error, not its echoes in the formula)
     else return x * rsqrt(sum(x * x) * inv_e + T(eps)) * std::forward<W>(w);
@@ -171,8 +172,9 @@ constexpr auto rope(X&& x, const rotary_table<HeadDim, Capacity>& table, std::si
     static_assert(detail::reusable<X>, "attend::nn::rope: x is read twice; pass a named tensor or an expression");
     using S = shape_t<operand_t<X>>;
     constexpr bool ok = check::rotary_heads<op::rope, HeadDim, S>::ok;
-    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok, "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
-    constexpr std::size_t NT = S::extents[S::rank - 2], P = HeadDim / 2;
+    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok,
+                  "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
+    constexpr std::size_t NT = ok ? S::extents[S::rank - 2] : 1, P = HeadDim / 2;
     static_assert(!ok || NT <= Capacity, "attend::nn::rope: more tokens than the rotary table has positions");
     if constexpr (!ok || NT > Capacity) {
         return invalid_expr{};  // (one error, not its echoes in the formula)
@@ -196,7 +198,8 @@ constexpr auto rope(X&& x, std::size_t pos, double theta = 10000.0) {
     using S = shape_t<operand_t<X>>;
     using T = detail::value_t<X>;
     constexpr bool ok = check::rotary_heads<op::rope, HeadDim, S>::ok;
-    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok, "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
+    static_assert(check::rotary_heads<op::rope, HeadDim, S>::ok,
+                  "attend::nn::rope: x must be (..., T, D) with D a multiple of the even HeadDim");
     if constexpr (!ok) {
         return invalid_expr{};  // (one error, not its echoes in the formula)
     } else {
@@ -215,7 +218,8 @@ template <class A, class B>
 constexpr auto swiglu(A&& a, B&& b) {
     static_assert(detail::reusable<A>, "attend::nn::swiglu: a is read twice; pass a named tensor or an expression");
     constexpr bool ok = check::broadcast<op::swiglu, shape_t<operand_t<A>>, shape_t<operand_t<B>>>::ok;
-    static_assert(check::broadcast<op::swiglu, shape_t<operand_t<A>>, shape_t<operand_t<B>>>::ok, "attend::nn::swiglu: the gate and the value must have the same shape");
+    static_assert(check::broadcast<op::swiglu, shape_t<operand_t<A>>, shape_t<operand_t<B>>>::ok,
+                  "attend::nn::swiglu: the gate and the value must have the same shape");
     if constexpr (!ok) return invalid_expr{};  // (one error, not its echoes in the formula)
     else return a * sigmoid(a) * std::forward<B>(b);
 }
