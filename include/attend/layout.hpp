@@ -30,6 +30,13 @@ struct layout {
         return off;
     }
 
+    // Offset of the n-th element in row-major order (a strided view walked element by element).
+    static constexpr std::size_t offset_of_flat(std::size_t n) noexcept {
+        std::size_t off = 0;
+        for (std::size_t k = rank; k-- > 0; n /= S::extents[k]) off += n % S::extents[k] * Strides[k];
+        return off;
+    }
+
     // Whether offsets grow strictly in row-major index order (each axis steps past everything
     // the inner axes reach): row-major memory and slices of it.
     static constexpr bool increasing = [] {

@@ -175,13 +175,8 @@ public:
         static_assert(!std::is_const_v<T>, "attend: slice: cannot assign to a view of const elements (a slice of a transpose or permute reads only)");
         static_assert(L::increasing, "attend internal: strided_ref: a writable view whose offsets do not grow in row-major order");
         if constexpr (!std::is_const_v<T>) {
-            std::array<std::size_t, rank> idx{};
-            auto offset_at = [&](std::size_t n) {
-                for (std::size_t k = rank; k-- > 0; n /= shape_type::extents[k]) idx[k] = n % shape_type::extents[k];
-                return L::offset(idx);
-            };
             auto copy = [&](std::size_t n) {
-                const std::size_t off = offset_at(n);
+                const std::size_t off = L::offset_of_flat(n);
                 p_[off] = other.p_[off];
             };
             if (std::less<>{}(p_, other.p_))

@@ -250,6 +250,14 @@ BOOST_AUTO_TEST_CASE(attention_softmax_and_reductions_into_an_operand) {
     q = attend::scaled_dot_product_attention(q, k, v0, attend::causal_mask<64, 64>());
     const tensor<float, 64, 32> want_q = attend::scaled_dot_product_attention(v0, k, v0, attend::causal_mask<64, 64>());
     ref::expect_all(q, [&](auto& i) { return ref::at(want_q, i); }, 1e-6);
+    // 33 queries: one tile of 32, the last query through the decode nest.
+    tensor<float, 33, 32> q33, q33_0;
+    ref::fill(q33, 44);
+    q33_0 = q33;
+    const auto causal33 = attend::causal_mask<33, 64>();
+    const tensor<float, 33, 32> want_33 = attend::scaled_dot_product_attention(q33_0, k, v0, causal33);
+    q33 = attend::scaled_dot_product_attention(q33, k, v0, causal33);
+    ref::expect_all(q33, [&](auto& i) { return ref::at(want_33, i); }, 1e-6);
 
     // The decode nest (4 queries per head): the queries replaced by their output, and the first
     // four cache rows replaced by an attention that reads the whole cache.

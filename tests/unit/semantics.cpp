@@ -254,6 +254,14 @@ BOOST_AUTO_TEST_CASE(slices_and_gathers) {
     ref::expect_all(lanes, [&](auto& i) { return ref::at(table, {i[0], std::size_t(cols4(i[1], i[2]))}); });
     const tensor<float, 3, 2, 4> through_view = attend::take<0>(table, attend::transpose(batch));
     ref::expect_all(through_view, [&](auto& i) { return ref::at(table, {std::size_t(batch(i[1], i[0])), i[2]}); });
+    // The destination read through a view as the table: rows reversed in place ((2, 3) indices
+    // into the same memory as a (6, 4) table); every row is read before any is written.
+    tensor<float, 2, 3, 4> own, own0;
+    ref::fill(own, 55);
+    own0 = own;
+    const tensor<std::int32_t, 2, 3> reversed{5, 4, 3, 2, 1, 0};
+    own = attend::take<0>(tensor_ref<float, 6, 4>(own.data()), reversed);
+    ref::expect_all(own, [&](auto& i) { return ref::at(own0, {1 - i[0], 2 - i[1], i[2]}); });
 }
 
 // Trees of integers keep every bit (a review found int64 beyond 2^53 rounded by a plain copy, a

@@ -125,12 +125,14 @@ inline const T* cut_block(const T* k, std::size_t ldk, std::size_t n, T* pad) no
     return pad;
 }
 
-// The score tree on S (NQ x KB, rows BN apart) with lanes along the keys; the row maxima to mx.
+// The score tree on S (NQ x KB, rows BN apart) with lanes along the keys, for the NQ queries from
+// pos's query index on; the row maxima to mx.
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, class F, class Tree, std::size_t Rs>
 inline void decode_tree(const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st, F* mx) noexcept {
     constexpr std::size_t W = simd::lanes<B>;
+    const std::size_t i0 = pos.idx[Rs - 2];
     for (std::size_t i = 0; i < NQ; ++i) {
-        pos.idx[Rs - 2] = i;
+        pos.idx[Rs - 2] = i0 + i;
         B mv(-std::numeric_limits<F>::infinity());
         F ms = -std::numeric_limits<F>::infinity();
         std::size_t j = 0;
@@ -525,13 +527,14 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
         for (std::size_t c = 0; c < NV; ++c) o[i][c] = B::load_unaligned(s.o + i * DV + c * W);
     }
     static_assert(!Pipelined || NQ == 1);
+    const std::size_t i0 = pos.idx[Rs - 2];  // the first query's index
     score(0);
     for (std::size_t jb = 0; jb < kb_live; jb += W) {
         B sc[NQ], p[NQ];
         for (std::size_t i = 0; i < NQ; ++i) sc[i] = next[i];
         for (std::size_t i = 0; i < NQ; ++i) {
             sc[i].store_aligned(st + i * BN + jb);  // one store, read back whole by the tree
-            pos.idx[Rs - 2] = i;
+            pos.idx[Rs - 2] = i0 + i;
             pos.idx[Rs - 1] = j0 + jb;
             const B sv = read<B>(t, pos);
             // The softmax in vector registers only: its chain is short, so that the next block's
@@ -597,23 +600,25 @@ inline constexpr bool decode_pairs = simd::pair_rows<typename G::B, D> && simd::
                                      std::is_same_v<F, float> && std::is_same_v<typename Ql::value_type, bf16> &&
                                      in_place<Kt, bf16, 1> && in_place<Vl, bf16, 0>;
 
-// One work item: every query of batch index `batch` against keys [jb, je) (whole tiles but the
-// last), into the running state `s`; `ahead`: the tile stages request the rows they read next.
-template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, class State>
-void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size_t batch, std::size_t jb, std::size_t je,
-                 const State& s, bool ahead) {
+// One work item: the NQ queries i0 .. i0+NQ of batch index `batch` (every query, or the prefill
+// nest's last few) against keys [jb, je) (whole tiles but the last), into the running state `s`;
+// `ahead`: the tile stages request the rows they read next.
+template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, std::size_t NQ, std::size_t DV>
+void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size_t batch, std::size_t i0, std::size_t jb,
+                 std::size_t je, const decode_state<F, NQ, DV>& s, bool ahead) {
     using Ss = typename Sc::shape_type;
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
-    constexpr std::size_t R = S::rank, Rs = Ss::rank, NQ = MM::M, D = MM::K, DV = S::extents[R - 1];
+    constexpr std::size_t R = S::rank, Rs = Ss::rank, D = MM::K;
     using G = decode_tiling<F, Arch, NQ, D, DV>;
     using B = typename G::B;
     constexpr std::size_t BN = G::BN, NK = MM::N;
-    constexpr bool may_ahead = decode_cache_bytes<S, F, Kt, Vl, NQ, NK, D, DV> >= smallest_l3_bytes;
+    constexpr bool may_ahead = decode_cache_bytes<S, F, Kt, Vl, MM::M, NK, D, DV> >= smallest_l3_bytes;
     nd_pos<R> ob = batch_position<S>(batch);
-    nd_pos<Rs> sp{};  // the batch index at the score tree's rank (it broadcasts)
+    nd_pos<Rs> sp{};  // the batch index at the score tree's rank (it broadcasts), the first query
     for (std::size_t k = 0; k + 2 < Rs; ++k) sp.idx[k] = ob.idx[k + R - Rs];
     box<Rs> tile_box{sp.idx, sp.idx};
-    tile_box.hi[Rs - 2] = NQ - 1;
+    tile_box.lo[Rs - 2] = i0;
+    tile_box.hi[Rs - 2] = i0 + NQ - 1;
 
     alignas(64) F qbuf[NQ * D];
     alignas(64) F st[NQ * BN];
@@ -623,10 +628,11 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     F mx[NQ], alpha[NQ];
     for (std::size_t i = 0; i < NQ; ++i)
         for (std::size_t d = 0; d < D; ++d) {
-            sp.idx[Rs - 2] = i;
+            sp.idx[Rs - 2] = i0 + i;
             sp.idx[Rs - 1] = d;
             qbuf[i * D + d] = read<F>(q, nd_pos<Rs>{sp.idx});
         }
+    sp.idx[Rs - 2] = i0;
     // bf16 Q, K and V: the tile stages on pair dot products (decode_pairs), Q and each tile's P
     // as bf16. Else they read bf16 key rows in place as even and odd elements, against the
     // queries split the same way (decode_scores).
@@ -702,7 +708,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     // Keys [j0, j0 + KB) as a tile whose tree reads its scores from st; Strip: without the
     // index masks (the caller found they rule nothing out there).
     auto run_tile = [&]<std::size_t KB, bool Strip>(std::size_t j0, std::size_t kb = KB, std::size_t live = KB) {
-        const tile_cursor<F> cursor{st, BN, 0, j0};
+        const tile_cursor<F> cursor{st, BN, i0, j0};
         const Tree tree = tree_at(cursor);
         if constexpr (Strip) visit.template operator()<KB>(j0, without_index_masks(tree), kb, kb);
         else visit.template operator()<KB>(j0, tree, kb, std::min(kb, live));
@@ -713,7 +719,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
         tile_box.lo[Rs - 1] = j0;
         tile_box.hi[Rs - 1] = j0 + KB - 1;
-        const tile_cursor<F> cursor{st, BN, 0, j0};
+        const tile_cursor<F> cursor{st, BN, i0, j0};
         const Tree tree = tree_at(cursor);  // for bounds only: they read no scores
         if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
         if constexpr (has_index_where<Tree>()) {
@@ -788,6 +794,28 @@ void decode_merge(const decode_state<F, NQ, DV>* parts, std::size_t chunks) noex
     }
 }
 
+// A cache of at least the L3's size streams from DRAM: then the tile stages request their next
+// rows (in L3 the requests only cost; docs/performance.md, "evening").
+template <class S, class F, class Sc, class Kt, class Vl>
+inline bool decode_from_dram() noexcept {
+    using MM = std::remove_cvref_t<decltype(find_matmul(std::declval<const Sc&>()))>;
+    return decode_cache_bytes<S, F, Kt, Vl, MM::M, MM::N, MM::K, S::extents[S::rank - 1]> >= l3_bytes();
+}
+
+// One work item: the NQ queries i0 .. i0+NQ of batch index `batch` against every key, written
+// to their output rows and log-sum-exp entries.
+template <class Arch, class S, class F, std::size_t NQ, class Sc, class Ql, class Kt, class Vl, class T, class U>
+void decode_queries(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0) {
+    using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
+    constexpr std::size_t DV = S::extents[S::rank - 1];
+    alignas(64) F mem[NQ * (DV + 2)];
+    const decode_state<F, NQ, DV> s{mem, mem + NQ * DV, mem + NQ * (DV + 1)};
+    s.clear();
+    decode_keys<Arch, S, F>(sc, q, kt, v, batch, i0, 0, MM::N, s, decode_from_dram<S, F, Sc, Kt, Vl>());
+    const std::size_t row = batch * MM::M + i0;  // the first query's row of the output
+    decode_finish(s, out + row * DV, lse ? lse + row : lse);
+}
+
 template <class Arch, class S, class T, class F, class Sc, class Ql, class Kt, class Vl, class U>
 void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse) {
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
@@ -805,26 +833,18 @@ void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* ou
     const std::size_t chunks = std::clamp<std::size_t>((workers + batches - 1) / batches, 1, std::max<std::size_t>(most, 1));
     const std::size_t tiles = (NK + BN - 1) / BN, span = (tiles + chunks - 1) / chunks * BN;
     auto state = [](F* mem) { return State{mem, mem + NQ * DV, mem + NQ * DV + NQ}; };
-    // A cache of at least the L3's size streams from DRAM: then the tile stages request their
-    // next rows (in L3 the requests only cost; docs/performance.md, "evening")
-    const bool ahead = decode_cache_bytes<S, F, Kt, Vl, NQ, NK, D, DV> >= l3_bytes();
     if (chunks == 1) {
-        parallel_for(batches, worth, [&](std::size_t b) {
-            alignas(64) F mem[per_part];
-            const State s = state(mem);
-            s.clear();
-            decode_keys<Arch, S, F>(sc, q, kt, v, b, 0, NK, s, ahead);
-            decode_finish(s, out + b * NQ * DV, lse ? lse + b * NQ : lse);
-        });
+        parallel_for(batches, worth, [&](std::size_t b) { decode_queries<Arch, S, F, NQ>(sc, q, kt, v, out, lse, b, 0); });
         return;
     }
+    const bool ahead = decode_from_dram<S, F, Sc, Kt, Vl>();
     if constexpr (most > 1) {
         alignas(64) F mem[batches * most * per_part];
         parallel_for(batches * chunks, true, [&](std::size_t item) {
             const State s = state(mem + item * per_part);
             s.clear();
             const std::size_t c = item % chunks;
-            decode_keys<Arch, S, F>(sc, q, kt, v, item / chunks, std::min(NK, c * span), std::min(NK, (c + 1) * span), s, ahead);
+            decode_keys<Arch, S, F>(sc, q, kt, v, item / chunks, 0, std::min(NK, c * span), std::min(NK, (c + 1) * span), s, ahead);
         });
         for (std::size_t b = 0; b < batches; ++b) {
             State parts[G::max_chunks];

@@ -127,12 +127,7 @@ struct take_node : expr_base {
         return take_node<Axis, std::remove_cvref_t<CA>, std::remove_cvref_t<CI>>{{}, std::forward<CA>(a), std::forward<CI>(i)};
     }
     // Entry k of the indices in row-major order (they may be a strided view).
-    auto entry(std::size_t k) const noexcept {
-        constexpr auto e = I::shape_type::extents;
-        std::size_t off = 0;
-        for (std::size_t a = e.size(); a-- > 0; k /= e[a]) off += k % e[a] * I::layout::strides[a];
-        return indices.data()[off];
-    }
+    auto entry(std::size_t k) const noexcept { return indices.data()[I::layout::offset_of_flat(k)]; }
     // Stops the program unless every index lies in [0, N).
     void check_indices() const {
         constexpr std::size_t n = A::shape_type::extents[Axis], m = I::shape_type::size;
