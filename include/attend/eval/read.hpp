@@ -81,35 +81,36 @@ constexpr bool integer_valued() {
     else if constexpr (category_of<E> == category::elementwise) return all_children<E>([]<class C>() { return integer_valued<C>(); });
     else return false;
 }
-// Whether a memory or scalar leaf of the tree (a take's operand, not its indices) holds values of
-// an integer type that passes Pred.
-template <class E, class Pred>
-constexpr bool reads_integer(Pred pred) {
+// What the integer memory and scalar leaves of a tree (a take's operand, not its indices) hold,
+// as bits: a 64-bit integer, a 64-bit unsigned one, a signed one.
+inline constexpr unsigned reads_wide = 1, reads_wide_unsigned = 2, reads_signed = 4;
+template <class E>
+constexpr unsigned integer_reads() {
     using V = typename E::value_type;
     if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::scalar>) {
-        if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return pred.template operator()<V>();
-        else return false;
+        if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>)
+            return (sizeof(V) >= 8 ? reads_wide : 0u) | (sizeof(V) >= 8 && std::is_unsigned_v<V> ? reads_wide_unsigned : 0u) |
+                   (std::is_signed_v<V> ? reads_signed : 0u);
+        else return 0;
     } else if constexpr (is_kind<E, kind::take>) {
-        return reads_integer<std::remove_cvref_t<decltype(std::declval<const E&>().arg)>>(pred);
+        return integer_reads<std::remove_cvref_t<decltype(std::declval<const E&>().arg)>>();
     } else if constexpr (category_of<E> == category::elementwise) {
-        return any_child<E>([&]<class C>() { return reads_integer<C>(pred); });
+        return or_children<E>([]<class C>() { return integer_reads<C>(); });
     } else {
-        return false;
+        return 0;
     }
 }
-inline constexpr auto wide_integer = []<class V>() { return sizeof(V) >= 8; };
-inline constexpr auto wide_unsigned = []<class V>() { return sizeof(V) >= 8 && std::is_unsigned_v<V>; };
-inline constexpr auto signed_integer = []<class V>() { return std::is_signed_v<V>; };
 template <class E, class T>
 inline constexpr bool exact_integers =
-    integer_valued<E>() && ((std::is_integral_v<T> && !std::is_same_v<T, bool>) || reads_integer<E>(wide_integer));
+    integer_valued<E>() && ((std::is_integral_v<T> && !std::is_same_v<T, bool>) || (integer_reads<E>() & reads_wide) != 0);
 // The type a tree with result type T computes in (uint64 for a tree of unsigned integers with a
 // 64-bit one, else int64: signed values mixed with uint64 ones compare and take maxima as
 // NumPy's do below 2^63), and its bundle of lanes on Arch.
 template <class E, class T>
 using tree_compute_t =
     std::conditional_t<exact_integers<E, T>,
-                       std::conditional_t<reads_integer<E>(wide_unsigned) && !reads_integer<E>(signed_integer), std::uint64_t, std::int64_t>,
+                       std::conditional_t<(integer_reads<E>() & (reads_wide_unsigned | reads_signed)) == reads_wide_unsigned,
+                                          std::uint64_t, std::int64_t>,
                        compute_t<E, floating_or_double<T>>>;
 template <class E, class T, class Arch>
 using tree_bundle_t = std::conditional_t<exact_integers<E, T>, tree_compute_t<E, T>, simd::batch<tree_compute_t<E, T>, Arch>>;

@@ -116,6 +116,10 @@ constexpr bool all_children(F f) {
     return []<class... C>(F g, type_list<C...>) { return (g.template operator()<C>() && ...); }(f, child_types<E>{});
 }
 template <class E, class F>
+constexpr unsigned or_children(F f) {
+    return []<class... C>(F g, type_list<C...>) { return (0u | ... | g.template operator()<C>()); }(f, child_types<E>{});
+}
+template <class E, class F>
 constexpr std::size_t sum_children(F f) {
     return []<class... C>(F g, type_list<C...>) { return (std::size_t{0} + ... + g.template operator()<C>()); }(f, child_types<E>{});
 }
