@@ -688,6 +688,13 @@ void check_split_keys() {
     attend::eval_with_lse(full, l_full, attend::scaled_dot_product_attention(q, k, v));
     for (std::size_t n = 0; n < full.size; ++n) BOOST_TEST(o_wide.data()[n] == double(full.data()[n]));
     for (std::size_t n = 0; n < l_full.size; ++n) BOOST_TEST(l_wide.data()[n] == double(l_full.data()[n]));
+    // Into slices of bigger buffers (strided views): the same values there, nothing else written.
+    tensor<float, 2, NQ + 3, D> big;
+    tensor<float, 2, NQ + 2> lbig;
+    big = 7.0f, lbig = 7.0f;
+    attend::eval_with_lse(attend::slice<1, NQ>(big, 2), attend::slice<1, NQ>(lbig, 1), attend::scaled_dot_product_attention(q, k, v));
+    ref::expect_all(big, [&](auto& i) { return i[1] < 2 || i[1] >= NQ + 2 ? 7.0 : ref::at(full, {i[0], i[1] - 2, i[2]}); }, 0);
+    ref::expect_all(lbig, [&](auto& i) { return i[1] < 1 || i[1] >= NQ + 1 ? 7.0 : ref::at(l_full, {i[0], i[1] - 1}); }, 0);
 }
 
 BOOST_AUTO_TEST_CASE(log_sum_exp_combines_attention_over_split_keys) {

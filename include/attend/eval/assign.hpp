@@ -109,30 +109,40 @@ void assign(T* out, E&& expr) {
     }
 }
 
-// Into memory of layout L: straight in when L is row-major, else through a contiguous temporary
-// written out through the strides.
-template <class Arch, class Op, class L, class T, class E>
-void assign_strided(T* out, E&& e) {
+// Calls f(p) with where a nest writes the elements of L's shape in row-major order: `out` itself
+// when layout L is row-major, else a contiguous temporary then written out through L's strides.
+template <class L, class T, class F>
+void through_layout(T* out, F&& f) {
     using S = typename L::shape_type;
     if constexpr (L::row_major) {
-        assign<Arch, Op, S>(out, std::forward<E>(e));
+        f(out);
     } else {
         static_assert(config::heap_allowed || sizeof(T) * S::size <= config::stack_budget,
-                      "attend: assignment: a strided destination (a transposed or sliced view) is written through a "
-                      "contiguous temporary, which exceeds ATTEND_STACK_BUDGET while ATTEND_NO_HEAP forbids the heap");
+                      "attend: a strided destination (a transposed or sliced view) is written through a contiguous "
+                      "temporary, which exceeds ATTEND_STACK_BUDGET while ATTEND_NO_HEAP forbids the heap");
         with_temporary<T, S::size>([&](T* tmp) {
-            assign<Arch, Op, S>(tmp, std::forward<E>(e));
-            std::array<std::size_t, S::rank> idx{};
-            for (std::size_t n = 0; n < S::size; ++n) {
-                out[L::offset(idx)] = tmp[n];
-                for (std::size_t k = S::rank; k-- > 0;) {  // next index, row-major
-                    if (++idx[k] < S::extents[k]) break;
-                    idx[k] = 0;
-                }
-            }
+            f(tmp);
+            for (std::size_t n = 0; n < S::size; ++n) out[L::offset_of_flat(n)] = tmp[n];
         });
     }
 }
+
+// Into memory of layout L (a strided view's assignment).
+template <class Arch, class Op, class L, class T, class E>
+void assign_strided(T* out, E&& e) {
+    through_layout<L>(out, [&](T* to) { assign<Arch, Op, typename L::shape_type>(to, std::forward<E>(e)); });
+}
+
+// The layout of a destination: a strided view's own, else row-major.
+template <class O>
+struct destination_layout {
+    using type = row_major<typename O::shape_type>;
+};
+template <class O>
+    requires requires { typename O::layout; }
+struct destination_layout<O> {
+    using type = typename O::layout;
+};
 
 }  // namespace detail
 }  // namespace ATTEND_ARCH_NAMESPACE
@@ -154,16 +164,18 @@ void eval_with_lse(Out&& out, Lse&& lse, E&& e) {
                   "attend: eval_with_lse: `lse` must have the output's shape without its last axis");
     static_assert(std::is_same_v<typename O::value_type, typename G::value_type>,
                   "attend: eval_with_lse: `out` and `lse` must have the same element type");
+    using LO = typename detail::destination_layout<O>::type;
+    using LG = typename detail::destination_layout<G>::type;
     const L node = operand(std::forward<E>(e));
     detail::check_run_time(node);
-    if (detail::must_use_temporary<S>(out.data(), node))
-        check::stop("eval_with_lse", "`out` overlaps memory the attention expression reads");
-    const auto* lse_end = lse.data() + G::shape_type::size;
-    if (detail::reads_while_writing<S>(node, lse.data(), lse_end))
-        check::stop("eval_with_lse", "`lse` overlaps memory the attention expression reads");
-    const void *o0 = out.data(), *o1 = out.data() + S::size, *l0 = lse.data(), *l1 = lse_end;
+    const void *o0 = out.data(), *o1 = out.data() + LO::span, *l0 = lse.data(), *l1 = lse.data() + LG::span;
+    if (detail::reads_while_writing<S>(node, o0, o1)) check::stop("eval_with_lse", "`out` overlaps memory the attention expression reads");
+    if (detail::reads_while_writing<S>(node, l0, l1)) check::stop("eval_with_lse", "`lse` overlaps memory the attention expression reads");
     if (std::less<>{}(o0, l1) && std::less<>{}(l0, o1)) check::stop("eval_with_lse", "`out` and `lse` overlap");
-    detail::evaluate_attention<Arch, S>(out.data(), node, lse.data());
+    // (views of other layouts, such as slices, through contiguous temporaries)
+    detail::through_layout<LO>(out.data(), [&](auto* to) {
+        detail::through_layout<LG>(lse.data(), [&](auto* lse_to) { detail::evaluate_attention<Arch, S>(to, node, lse_to); });
+    });
 }
 
 // eval(e): a new tensor of the expression's shape and element type.

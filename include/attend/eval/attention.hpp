@@ -471,10 +471,10 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
 // Writes the attention output to `out` and, when `lse` is given, the log-sum-exp of each query's
 // (modified) scores to lse[batch * NQ + i] (-inf for a query whose every key is masked).
 //
-// Work items: (batch index, query tile). When the tiles do not divide the queries, the last tile
-// ends at the last query and overlaps the one before it (a whole vector tile, faster than
-// queries one by one and one loop nest less to compile); it writes only the queries the tiles
-// before it do not. Each item owns its stack tiles and writes its own output rows, so items run
+// Work items: (batch index, query tile). When the tiles do not divide the queries, the last item
+// takes the queries left over: up to QT / 8 of them through the decode nest (decode_queries),
+// more as a last tile that ends at the last query, overlapping the one before it, and writes only
+// the queries the tiles before it do not. Each item owns its stack tiles and writes its own output rows, so items run
 // in any order, on any thread, with bit-identical results (a query's lane sees the same key
 // tiles' values in any tile: tiles skipped for one box and visited for another add exact zeros,
 // or NaN where V holds NaN or inf at keys the query masks: docs/numerics.md).

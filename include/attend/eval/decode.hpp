@@ -1,7 +1,8 @@
 // attend/eval/decode.hpp — the attention plan's nest for a few queries (NQ up to 15: the query
-// heads of a GQA group folded into the query axis, or a few new tokens) over a long key-value
-// cache. One work item takes every query of a batch index against a range of keys, so each K and
-// V row is read once; lanes run along the head dimension:
+// heads of a GQA group folded into the query axis, or a few new tokens; also the last few
+// queries the prefill nest's tiles leave) over a long key-value cache. One work item takes a run
+// of a batch index's queries (all of them, in decode) against a range of keys, so each K and V
+// row is read once; lanes run along the head dimension:
 //   scores:  S = Q K_tile^T, W keys at a time, each K row read whole and in order;
 //   tree:    the score tree on S with lanes along the keys, its row maxima;
 //   softmax: per query a running max and sum (the prefill nest's exp2 units);
@@ -622,9 +623,15 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
 
     alignas(64) F qbuf[NQ * D];
     alignas(64) F st[NQ * BN];
-    constexpr bool k_packed = !in_place<Kt, F, 1>, v_packed = !in_place<Vl, F, 0>;
-    alignas(64) F kpack[k_packed ? BN * D : 1];
-    alignas(64) F vpack[v_packed ? BN * DV : 1];
+    // Rows a tile packs as F (contiguous_rows): none for F memory; for 16-bit memory (read where it
+    // lies in tiles of whole W-key blocks) only those of a last tile of NK % BN keys that is not;
+    // else every tile's (so a bf16 cache keeps the stack frame small).
+    static_assert(BN % G::W == 0 && BN / 8 % G::W == 0, "attend internal: decode tiles of whole blocks");
+    constexpr std::size_t tail_rows = NK % BN % G::W != 0 ? NK % BN : 0;
+    constexpr std::size_t k_rows = in_place<Kt, F, 1> ? 0 : streamed<Kt, F, 1> ? tail_rows : BN;
+    constexpr std::size_t v_rows = in_place<Vl, F, 0> ? 0 : streamed<Vl, F, 0> && DV % G::W == 0 ? tail_rows : BN;
+    alignas(64) F kpack[std::max<std::size_t>(k_rows * D, 1)];
+    alignas(64) F vpack[std::max<std::size_t>(v_rows * DV, 1)];
     F mx[NQ], alpha[NQ];
     for (std::size_t i = 0; i < NQ; ++i)
         for (std::size_t d = 0; d < D; ++d) {
