@@ -474,10 +474,11 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
 // Work items: (batch index, query tile). When the tiles do not divide the queries, the last item
 // takes the queries left over: up to QT / 8 of them through the decode nest (decode_queries),
 // more as a last tile that ends at the last query, overlapping the one before it, and writes only
-// the queries the tiles before it do not. Each item owns its stack tiles and writes its own output rows, so items run
-// in any order, on any thread, with bit-identical results (a query's lane sees the same key
-// tiles' values in any tile: tiles skipped for one box and visited for another add exact zeros,
-// or NaN where V holds NaN or inf at keys the query masks: docs/numerics.md).
+// the queries the tiles before it do not. Each item owns its stack tiles and writes its own
+// output rows, so items run in any order, on any thread, with bit-identical results (a query's
+// lane sees the same key tiles' values in any tile: tiles skipped for one box and visited for
+// another add exact zeros, or NaN where V holds NaN or inf at keys the query masks:
+// docs/numerics.md).
 // Items go batch index by batch index (consecutive items share K and V in cache), last query
 // tile first within each: under a causal mask those have the most keys, so the dynamic schedule
 // ends on short items.
