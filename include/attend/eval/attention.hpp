@@ -91,7 +91,8 @@ struct attention_tiling {
     // Up to QT / 8 queries left over by the tiles run through the decode nest (decode.hpp), more
     // as a last tile overlapping the one before it: the decode nest's cost grows with the queries
     // (~1/6 of a 32-query tile each), the tile's does not (docs/performance.md, 2026-11-27 evening).
-    static constexpr std::size_t decode_tail = QT / 8;
+    static constexpr std::size_t rest = NQ % QT;  // queries the tiles leave
+    static constexpr bool rest_decodes = rest != 0 && rest <= QT / 8;
 };
 
 // ---- the stages of the nest -----------------------------------------------------------------
@@ -490,7 +491,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
     constexpr std::size_t NQ = MM::M, D = MM::K, NK = MM::N, DV = S::extents[S::rank - 1];
     using F = compute_t<E, floating_or_double<T>>;
     using G = attention_tiling<F, Arch, NQ, D, DV>;
-    constexpr std::size_t QT = G::QT, tiles = NQ / QT, rest = NQ % QT, items = tiles + (rest != 0);  // per batch index
+    constexpr std::size_t QT = G::QT, tiles = NQ / QT, rest = G::rest, items = tiles + (rest != 0);  // per batch index
     constexpr std::size_t batches = S::size / (NQ * DV);
     constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 20);  // ~2 MFLOP
     // Q, K^T and V evaluated first where they are not leaves the nest can read.
@@ -501,7 +502,7 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
             static_assert(NQ >= QT, "attend internal: the attention nest's query tile is wider than the queries");
             parallel_for(batches * items, worth, [&](std::size_t item) {
                 const std::size_t batch = item / items, t = items - 1 - item % items;
-                if constexpr (rest != 0 && rest <= G::decode_tail)
+                if constexpr (G::rest_decodes)
                     if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest);
                 const std::size_t i0 = t < tiles ? t * QT : NQ - QT, skip = t < tiles ? 0 : QT - rest;
                 query_tile<Arch, S, T, F, typename G::B, G::NV>(sc, q, kt, v, out, lse, batch, i0, skip);

@@ -151,11 +151,11 @@ std::string explain(const E& e) {
             s += "  query tiles of " + std::to_string(G::QT) + " (SIMD lanes), key tiles of " + std::to_string(G::BN) +
                  "; S^T = K Q^T by a " + std::to_string(G::MR) + " x " + std::to_string(G::QT) + " register tile, O^T += V^T P^T by " +
                  std::to_string(G::MRV) + " x " + std::to_string(G::QT) + "\n";
-        if constexpr (constexpr std::size_t rest = MM::M % G::QT; MM::M > DT::max_queries && rest != 0)
-            s += rest <= G::decode_tail ? (rest == 1 ? std::string("  the last query") : "  the last " + std::to_string(rest) + " queries") +
-                                              " through the decode nest\n"
-                                        : "  the last tile ends at the last query, overlapping the one before it (" +
-                                              std::to_string(rest) + " new queries)\n";
+        if constexpr (MM::M > DT::max_queries && G::rest_decodes)
+            s += (G::rest == 1 ? std::string("  the last query") : "  the last " + std::to_string(G::rest) + " queries") +
+                 " through the decode nest\n";
+        else if constexpr (MM::M > DT::max_queries && G::rest != 0)
+            s += "  the last tile ends at the last query, overlapping the one before it (" + std::to_string(G::rest) + " new queries)\n";
         if constexpr (MM::M > DT::max_queries &&
                       detail::pair_dots<typename G::B, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
                                         std::remove_cvref_t<decltype(A::b)>, MM::K>)
