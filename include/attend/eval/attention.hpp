@@ -500,10 +500,11 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
             evaluate_decode<Arch, S, T, F>(sc, q, kt, v, out, lse);
         } else {
             static_assert(NQ >= QT, "attend internal: the attention nest's query tile is wider than the queries");
+            [[maybe_unused]] const bool ahead = decode_from_dram<S, F>(sc, kt, v);  // for the leftover queries
             parallel_for(batches * items, worth, [&](std::size_t item) {
                 const std::size_t batch = item / items, t = items - 1 - item % items;
                 if constexpr (G::rest_decodes)
-                    if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest);
+                    if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest, ahead);
                 const std::size_t i0 = t < tiles ? t * QT : NQ - QT, skip = t < tiles ? 0 : QT - rest;
                 query_tile<Arch, S, T, F, typename G::B, G::NV>(sc, q, kt, v, out, lse, batch, i0, skip);
             });

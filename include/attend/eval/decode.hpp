@@ -78,9 +78,11 @@ inline constexpr std::size_t element_bytes = [] {
 // running max in exp2-eighths units and the running sum.
 template <class F, std::size_t NQ, std::size_t DV>
 struct decode_state {
+    static constexpr std::size_t floats = NQ * (DV + 2);  // the memory one state spans
     F* o;
     F* m;
     F* l;
+    static decode_state over(F* mem) noexcept { return {mem, mem + NQ * DV, mem + NQ * (DV + 1)}; }
     void clear() const noexcept {
         std::fill(o, o + NQ * DV, F(0));
         std::fill(m, m + NQ, -std::numeric_limits<F>::infinity());
@@ -804,21 +806,23 @@ void decode_merge(const decode_state<F, NQ, DV>* parts, std::size_t chunks) noex
 // A cache of at least the L3's size streams from DRAM: then the tile stages request their next
 // rows (in L3 the requests only cost; docs/performance.md, "evening").
 template <class S, class F, class Sc, class Kt, class Vl>
-inline bool decode_from_dram() noexcept {
+inline bool decode_from_dram(const Sc&, const Kt&, const Vl&) noexcept {
     using MM = std::remove_cvref_t<decltype(find_matmul(std::declval<const Sc&>()))>;
     return decode_cache_bytes<S, F, Kt, Vl, MM::M, MM::N, MM::K, S::extents[S::rank - 1]> >= l3_bytes();
 }
 
 // One work item: the NQ queries i0 .. i0+NQ of batch index `batch` against every key, written
 // to their output rows and log-sum-exp entries.
+// `ahead`: decode_from_dram's answer.
 template <class Arch, class S, class F, std::size_t NQ, class Sc, class Ql, class Kt, class Vl, class T, class U>
-void decode_queries(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0) {
+void decode_queries(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0, bool ahead) {
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
     constexpr std::size_t DV = S::extents[S::rank - 1];
-    alignas(64) F mem[NQ * (DV + 2)];
-    const decode_state<F, NQ, DV> s{mem, mem + NQ * DV, mem + NQ * (DV + 1)};
+    using State = decode_state<F, NQ, DV>;
+    alignas(64) F mem[State::floats];
+    const State s = State::over(mem);
     s.clear();
-    decode_keys<Arch, S, F>(sc, q, kt, v, batch, i0, 0, MM::N, s, decode_from_dram<S, F, Sc, Kt, Vl>());
+    decode_keys<Arch, S, F>(sc, q, kt, v, batch, i0, 0, MM::N, s, ahead);
     const std::size_t row = batch * MM::M + i0;  // the first query's row of the output
     decode_finish(s, out + row * DV, lse ? lse + row : lse);
 }
@@ -829,7 +833,7 @@ void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* ou
     constexpr std::size_t NQ = MM::M, D = MM::K, NK = MM::N, DV = S::extents[S::rank - 1];
     using G = decode_tiling<F, Arch, NQ, D, DV>;
     using State = decode_state<F, NQ, DV>;
-    constexpr std::size_t batches = S::size / (NQ * DV), per_part = NQ * (DV + 2), BN = G::BN;
+    constexpr std::size_t batches = S::size / (NQ * DV), per_part = State::floats, BN = G::BN;
     // Heads run on all threads from 64 Ki multiply-adds over the capacity (a loop on the team costs
     // under 1 µs: stories15M's six heads of 48 at 2 threads, 55 -> 45 µs a token).
     constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 16);
@@ -839,23 +843,22 @@ void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* ou
     const std::size_t workers = worth ? worker_count() : 1;
     const std::size_t chunks = std::clamp<std::size_t>((workers + batches - 1) / batches, 1, std::max<std::size_t>(most, 1));
     const std::size_t tiles = (NK + BN - 1) / BN, span = (tiles + chunks - 1) / chunks * BN;
-    auto state = [](F* mem) { return State{mem, mem + NQ * DV, mem + NQ * DV + NQ}; };
+    const bool ahead = decode_from_dram<S, F>(sc, kt, v);
     if (chunks == 1) {
-        parallel_for(batches, worth, [&](std::size_t b) { decode_queries<Arch, S, F, NQ>(sc, q, kt, v, out, lse, b, 0); });
+        parallel_for(batches, worth, [&](std::size_t b) { decode_queries<Arch, S, F, NQ>(sc, q, kt, v, out, lse, b, 0, ahead); });
         return;
     }
-    const bool ahead = decode_from_dram<S, F, Sc, Kt, Vl>();
     if constexpr (most > 1) {
         alignas(64) F mem[batches * most * per_part];
         parallel_for(batches * chunks, true, [&](std::size_t item) {
-            const State s = state(mem + item * per_part);
+            const State s = State::over(mem + item * per_part);
             s.clear();
             const std::size_t c = item % chunks;
             decode_keys<Arch, S, F>(sc, q, kt, v, item / chunks, 0, std::min(NK, c * span), std::min(NK, (c + 1) * span), s, ahead);
         });
         for (std::size_t b = 0; b < batches; ++b) {
             State parts[G::max_chunks];
-            for (std::size_t c = 0; c < chunks; ++c) parts[c] = state(mem + (b * chunks + c) * per_part);
+            for (std::size_t c = 0; c < chunks; ++c) parts[c] = State::over(mem + (b * chunks + c) * per_part);
             decode_merge(parts, chunks);
             decode_finish(parts[0], out + b * NQ * DV, lse ? lse + b * NQ : lse);
         }

@@ -100,15 +100,15 @@ std::string describe() {
     }
 }
 
-// The compute type explain reports: a reduction's is its operand's, as evaluate_node takes it (an
-// argmax's own value type is the index's).
+// The compute type explain reports: a reduction's is its operand's (an argmax's own value type
+// is the index's).
 template <class L, bool Reduce = is_kind<L, kind::reduce>>
 struct explained_compute {
     using type = tree_compute_t<L, typename L::value_type>;
 };
 template <class L>
 struct explained_compute<L, true> {
-    using type = tree_compute_t<std::remove_cvref_t<decltype(std::declval<const L&>().arg)>, typename L::value_type>;
+    using type = reduce_compute_t<std::remove_cvref_t<decltype(std::declval<const L&>().arg)>, typename L::value_type>;
 };
 template <class L>
 using explained_compute_t = typename explained_compute<L>::type;

@@ -163,13 +163,17 @@ inline void reduce_column(const Arg& arg, nd_pos<R> p, T* to) {
     }
 }
 
+// A reduction computes in its operand tree's type for a result of type T (explain reports it).
+template <class Arg, class T>
+using reduce_compute_t = tree_compute_t<Arg, T>;
+
 // Along the last axis the lanes run along the reduced axis; along any other they run along
 // the last axis and the reduced axis is an outer loop.
 template <class Arch, class T, class Op, std::size_t Axis, class A>
 void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
     using S = typename A::shape_type;
     lower<Arch>(node.arg, [&](const auto& arg) {
-        using F = tree_compute_t<std::remove_cvref_t<decltype(arg)>, T>;
+        using F = reduce_compute_t<std::remove_cvref_t<decltype(arg)>, T>;
         using B = tree_bundle_t<std::remove_cvref_t<decltype(arg)>, T, Arch>;
         constexpr std::size_t W = simd::lanes<B>, R = S::rank, n = S::extents[Axis];
         if constexpr (Axis == R - 1) {
