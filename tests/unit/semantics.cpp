@@ -357,4 +357,40 @@ BOOST_AUTO_TEST_CASE(casts_of_integer_trees_round_once) {
     BOOST_TEST(wrong == 0);
 }
 
+// A cast of index arithmetic whose every node float lanes hold exactly (and no node wraps) runs
+// in the tree's lanes; past either bound it keeps the exact path, which wraps as NumPy's. (A
+// scalar counts with its type's whole range: `i * 3` keeps the exact path.)
+BOOST_AUTO_TEST_CASE(casts_of_index_arithmetic_in_lanes) {
+    namespace d = attend::detail;
+    using i64 = std::int64_t;
+    const auto i = attend::iota<0, 20, 20>();
+    const auto j = attend::iota<1, 20, 20>();
+    auto rel = attend::abs(i - j - j - j) + attend::maximum(i, j) * attend::minimum(i, j) - attend::where(i > j, i, j);
+    static_assert(!d::exact_cast_operand<float, decltype(rel), float>(), "index arithmetic below 2^24 runs in float lanes");
+    static_assert(d::exact_cast_operand<float, decltype(i * 3), float>(), "a scalar's value is not known at compile time");
+    static_assert(d::exact_cast_operand<std::int8_t, decltype(i * 10), float>(), "cast<int8> of 0..190 wraps: the exact path");
+    static_assert(d::exact_cast_operand<std::uint8_t, decltype(i - 5), float>(), "cast<uint8> of -5.. wraps: the exact path");
+    attend::tensor<std::int8_t, 20, 20> small{};
+    static_assert(d::exact_cast_operand<float, decltype(small + small), float>(), "int8 + int8 may wrap in int8");
+    attend::tensor<std::int16_t, 20, 20> mid{};
+    static_assert(!d::exact_cast_operand<float, decltype(mid + i), float>(), "int16 + an index stays below 2^24");
+    static_assert(d::exact_cast_operand<float, decltype(mid * mid * i), float>(), "beyond 2^24: the exact path");
+    for (int r = 0; r < 20; ++r)
+        for (int c = 0; c < 20; ++c) small(r, c) = static_cast<std::int8_t>(100 - 7 * r + c), mid(r, c) = static_cast<std::int16_t>(30000 - 3001 * r + c);
+    const attend::tensor<float, 20, 20> f = attend::cast<float>(rel), g = attend::cast<float>(mid + i) * 0.5f;
+    const attend::tensor<float, 20, 20> w8 = attend::cast<std::int8_t>(i * 10), u8 = attend::cast<std::uint8_t>(i - 5);
+    const attend::tensor<float, 20, 20> s8 = attend::cast<float>(small + small);
+    int wrong = 0;
+    for (i64 r = 0; r < 20; ++r)
+        for (i64 c = 0; c < 20; ++c) {
+            const i64 want = std::abs(r - 3 * c) + std::max(r, c) * std::min(r, c) - (r > c ? r : c);
+            wrong += f(r, c) != float(want);
+            wrong += g(r, c) != float(mid(r, c) + r) * 0.5f;
+            wrong += w8(r, c) != float(static_cast<std::int8_t>(r * 10));
+            wrong += u8(r, c) != float(static_cast<std::uint8_t>(r - 5));
+            wrong += s8(r, c) != float(static_cast<std::int8_t>(small(r, c) * 2));
+        }
+    BOOST_TEST(wrong == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
