@@ -454,6 +454,16 @@ void check_decode_beyond_l3() {
         expect_close(dst, reference(HKV, G, NMAX, D, D, Q, K, V, [&](auto, auto, auto j, double x) {
             return long(j) >= len ? ninf : x * scale;
         }), 2e-5);
+        const std::string how = attend::explain(e);
+        BOOST_TEST((how.find("key by key") != std::string::npos) == (G == 1), how);
+        if constexpr (G == 1) {  // a window: the first keys masked too (one query goes key by key past them)
+            const auto j = attend::iota<2, HKV, G, NMAX>();
+            *q = *q0;
+            *q = attend::matmul(attend::softmax(attend::masked_fill(s, j >= len || j < len - 5000, -INFINITY)), *v);
+            expect_close(*q, reference(HKV, G, NMAX, D, D, Q, K, V, [&](auto, auto, auto jj, double x) {
+                return long(jj) >= len || long(jj) < len - 5000 ? ninf : x * scale;
+            }), 2e-5);
+        }
     }
 }
 

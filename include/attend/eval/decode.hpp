@@ -8,7 +8,8 @@
 //   softmax: per query a running max and sum (the prefill nest's exp2 units);
 //   P V:     O = alpha O + P V_tile, V rows read whole and in order, in place (16-bit widened).
 // One or two queries run every stage per W-key block with the outputs in registers
-// (decode_stream); more run the stages tile by tile, in groups of queries.
+// (decode_stream; one query over live keys that fill the L3 goes key by key: decode_per_key);
+// more run the stages tile by tile, in groups of queries.
 // Key tiles the score tree's index masks rule out (j >= len, causal) are never touched. When
 // there are fewer batch indices than threads, the keys split into chunks whose partial results
 // merge by their log-sum-exp (flash-decoding).
@@ -502,11 +503,8 @@ inline void decode_pv(const F* pt, const F* v, std::size_t ldv, const F* alpha, 
 // multiple of W up to BN: KB, or a run of a tile's live eighths), of which the first `live` take
 // part in P V (the rest are masked; their V rows may hold anything). Where the
 // tile-at-a-time stages read K and then V in 128 KiB runs (one memory stream at a time), this
-// reads both, W rows each in turn, as llama.cpp's per-key loop does. Pipelined (one query): the
-// next block's scores are taken with this block's P V, K row jb + W + j read beside V row
-// jb + j, so that K and V stream from memory together (docs/performance.md, 2026-11-27); more
-// queries' sums do not fit the registers.
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Pipelined, class F, class TK,
+// reads both, W rows each in turn. (From DRAM one query goes key by key: decode_per_key.)
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, class F, class TK,
           class TV, class Tree, std::size_t Rs>
 __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k, std::size_t ldk, const TV* v, std::size_t ldv,
                                                          const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
@@ -529,7 +527,6 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
         m[i] = B(s.m[i]), l[i] = B(s.l[i]);
         for (std::size_t c = 0; c < NV; ++c) o[i][c] = B::load_unaligned(s.o + i * DV + c * W);
     }
-    static_assert(!Pipelined || NQ == 1);
     const std::size_t i0 = pos.idx[Rs - 2];  // the first query's index
     score(0);
     for (std::size_t jb = 0; jb < kb_live; jb += W) {
@@ -571,20 +568,52 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
             }
             simd::keep_memory_order();  // V row by row (clang interleaved them)
         };
-        if (Pipelined && more && jb + 2 * W <= live) {
-            simd::dot_block<NQ, D>(q, k + (jb + W) * ldk, ldk, next, [&](std::size_t j) __attribute__((always_inline)) {
-                pv_row(j);
-                simd::memory_barrier();  // (g++ otherwise splits the two loops again)
-            });
-        } else {
-            for (std::size_t j = 0; j < W; ++j) pv_row(j);
-            if (more) score(jb + W);
-        }
+        for (std::size_t j = 0; j < W; ++j) pv_row(j);
+        if (more) score(jb + W);
     }
     for (std::size_t i = 0; i < NQ; ++i) {
         s.m[i] = m[i].get(0), s.l[i] = l[i].get(0);
         for (std::size_t c = 0; c < NV; ++c) o[i][c].store_unaligned(s.o + i * DV + c * W);
     }
+}
+
+// One query over a cache of F in place from DRAM: key by key, as llama.cpp's loop reads it — K
+// row j, its score, the score tree at key j alone, then V row j — so that K and V stream side
+// by side with nothing between them (the W-key stream reads K a block ahead of V and stops for
+// the block's softmax: 1.05-1.2x slower from DRAM, 1.5-1.7x faster in cache; docs/performance.md,
+// 2026-11-27 night). The online softmax runs in vector lanes, every lane holding m, l and the
+// probability: no call to a scalar exp, so the outputs stay in registers. Keys the tree masks
+// (-inf) take no part; only the first n keys are read.
+template <class B, std::size_t D, std::size_t DV, class F, class Tree, std::size_t Rs>
+__attribute__((always_inline)) inline void decode_per_key(const F* q, const F* k, std::size_t ldk, const F* v, std::size_t ldv,
+                                                          const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
+                                                          const decode_state<F, 1, DV>& s, std::size_t n) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, QV = D / W, NV = DV / W;
+    static_assert(D % W == 0 && DV % W == 0);
+    constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
+    B qr[QV], o[NV], m(s.m[0]), l(s.l[0]);
+    for (std::size_t d = 0; d < QV; ++d) qr[d] = B::load_unaligned(q + d * W);
+    for (std::size_t c = 0; c < NV; ++c) o[c] = B::load_unaligned(s.o + c * W);
+    for (std::size_t j = 0; j < n; ++j) {
+        B a0(F(0)), a1(F(0));  // two chains of FMAs
+        for (std::size_t d = 0; d + 1 < QV; d += 2)
+            a0 = simd::fma(qr[d], simd::load<B>(k + j * ldk + d * W), a0), a1 = simd::fma(qr[d + 1], simd::load<B>(k + j * ldk + (d + 1) * W), a1);
+        if constexpr (QV % 2 != 0) a0 = simd::fma(qr[QV - 1], simd::load<B>(k + j * ldk + (QV - 1) * W), a0);
+        st[j] = simd::reduce_add(a0 + a1);  // read back by the tree
+        pos.idx[Rs - 1] = j0 + j;
+        const F sv = read<F>(t, pos);
+        if (sv == ninf) continue;
+        if (sv != -ninf) check_tile_max(sv * L8);
+        const B mn = running_max8_lanes(m, B(sv == sv ? sv * L8 : ninf));  // a NaN score does not move the maximum
+        const B shift = simd::select<B>(mn == B(ninf), B(F(0)), mn);
+        const B alpha = simd::exp2_eighths(m - shift);  // 0 while m is -inf
+        const B p = simd::exp_shifted(B(sv), shift);
+        m = mn;
+        l = simd::fma(l, alpha, p);
+        for (std::size_t c = 0; c < NV; ++c) o[c] = simd::fma(p, simd::load<B>(v + j * ldv + c * W), o[c] * alpha);
+    }
+    s.m[0] = m.get(0), s.l[0] = l.get(0);
+    for (std::size_t c = 0; c < NV; ++c) o[c].store_unaligned(s.o + c * W);
 }
 
 // Bytes of the K and V cache a decode plan over output shape S reads. Its stages request rows
@@ -593,6 +622,12 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
 template <class S, class F, class Kt, class Vl, std::size_t NQ, std::size_t NK, std::size_t D, std::size_t DV>
 inline constexpr std::size_t decode_cache_bytes = S::size / (NQ * DV) * NK * (D * element_bytes<Kt, F> + DV * element_bytes<Vl, F>);
 inline constexpr std::size_t smallest_l3_bytes = std::size_t{1} << 20;
+
+// Whether a work item of NQ queries (of M per batch index) goes key by key (decode_per_key) when
+// the live keys fill the L3: one query over a cache of F in place that may be that large.
+template <class G, class S, class F, class Kt, class Vl, std::size_t M, std::size_t NQ, std::size_t NK, std::size_t D, std::size_t DV>
+inline constexpr bool decode_by_key = G::stream && NQ == 1 && in_place<Kt, F, 1> && in_place<Vl, F, 0> &&
+                                      decode_cache_bytes<S, F, Kt, Vl, M, NK, D, DV> >= smallest_l3_bytes;
 
 // bf16 Q (memory or an expression of bf16), K and V (memory, rows in place) on a target with
 // AVX-512 BF16: the tile stages take both products as pair dot products at twice the FMA's
@@ -666,6 +701,24 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     // The score tree over a tile whose scores the cursor locates in st.
     auto tree_at = [&](const tile_cursor<F>& cursor) { return with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor}); };
     using Tree = decltype(tree_at(std::declval<const tile_cursor<F>&>()));
+    // One query over a cache of F in place goes key by key (decode_per_key) when the keys the
+    // masks leave, over every batch index, fill the L3 (from DRAM): when they leave the tile
+    // holding key `fill`, taking the live keys to be a prefix (a length mask's; other masks
+    // only make it a guess, which picks a plan, not a result).
+    constexpr bool per_key_eligible = decode_by_key<G, S, F, Kt, Vl, MM::M, NQ, NK, D, DV>;
+    [[maybe_unused]] const bool per_key = [&] {
+        if constexpr (per_key_eligible) {
+            const std::size_t fill = l3_bytes() / (S::size / DV * (D + DV) * sizeof(F));
+            if (!ahead || fill >= NK) return false;
+            const tile_cursor<F> cursor{st, BN, i0, 0};  // (bounds read no scores)
+            box<Rs> b = tile_box;
+            b.lo[Rs - 1] = fill / BN * BN;
+            b.hi[Rs - 1] = std::min(NK, b.lo[Rs - 1] + BN) - 1;
+            return bounds(tree_at(cursor), b).hi != -inf;
+        } else {
+            return false;
+        }
+    }();
     // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
     // Only the first `live` take part in P V (live < kb: a tile the masks cut).
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t, std::size_t kb, std::size_t live) {
@@ -679,12 +732,9 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         const auto [k, ldk] = rows.template operator()<true, D, blocks && streamed<Kt, F, 1>>(kt, sp, kpack);
         if constexpr (G::stream && blocks) {
             const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
-            // One query over a cache of F in place from DRAM (ahead) takes the pipelined stream;
-            // a bf16 cache was slower with it (docs/performance.md, 2026-11-27)
-            constexpr bool pipe = NQ == 1 && may_ahead && in_place<Kt, F, 1> && in_place<Vl, F, 0>;
-            if constexpr (pipe)
-                if (ahead) return decode_stream<B, NQ, KB, BN, D, DV, true>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
-            return decode_stream<B, NQ, KB, BN, D, DV, false>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
+            if constexpr (per_key_eligible)
+                if (per_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
+            return decode_stream<B, NQ, KB, BN, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
         }
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)

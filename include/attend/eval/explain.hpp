@@ -151,6 +151,10 @@ std::string explain(const E& e) {
             s += "  query tiles of " + std::to_string(G::QT) + " (SIMD lanes), key tiles of " + std::to_string(G::BN) +
                  "; S^T = K Q^T by a " + std::to_string(G::MR) + " x " + std::to_string(G::QT) + " register tile, O^T += V^T P^T by " +
                  std::to_string(G::MRV) + " x " + std::to_string(G::QT) + "\n";
+        if constexpr (MM::M <= DT::max_queries &&
+                      detail::decode_by_key<DT, S, F, std::remove_cvref_t<decltype(MM::b)>, std::remove_cvref_t<decltype(A::b)>, MM::M,
+                                            MM::M, MM::N, MM::K, DV>)
+            s += "  from DRAM (when the keys the masks leave fill the L3): key by key, K row, its score, V row\n";
         if constexpr (MM::M > DT::max_queries && G::rest_decodes)
             s += (G::rest == 1 ? std::string("  the last query") : "  the last " + std::to_string(G::rest) + " queries") +
                  " through the decode nest\n";
