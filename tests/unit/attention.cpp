@@ -470,6 +470,27 @@ void check_decode_beyond_l3() {
 BOOST_AUTO_TEST_CASE(decode_cache_beyond_l3) {
     check_decode_beyond_l3<4>();
     check_decode_beyond_l3<1>();
+    // one query over a cache of more than 1 MiB whose key rows are not whole vectors (d 40, value
+    // width 64): the stream, not key by key (which did not compile: found by review)
+    constexpr std::size_t HKV = 4, NMAX = 2048, D = 40, DV = 64;
+    tensor<float, HKV, 1, D> q;
+    tensor<float, HKV, 1, DV> o;
+    auto k = std::make_unique<tensor<float, HKV, NMAX, D>>();
+    auto v = std::make_unique<tensor<float, HKV, NMAX, DV>>();
+    ref::fill(q, 67);
+    ref::fill(*k, 68);
+    ref::fill(*v, 69);
+    const double scale = 1 / std::sqrt(double(D));
+    for (int len : {1000, 2048}) {
+        o = attend::matmul(attend::softmax(attend::masked_fill(attend::matmul(q, attend::transpose(*k)) * float(scale),
+                                                               attend::iota<2, HKV, 1, NMAX>() >= len, -INFINITY)),
+                           *v);
+        expect_close(o, reference(HKV, 1, NMAX, D, DV, [&](auto b, auto i, auto d) { return double(q(b, i, d)); },
+                                  [&](auto b, auto j, auto d) { return double((*k)(b, j, d)); },
+                                  [&](auto b, auto j, auto c) { return double((*v)(b, j, c)); },
+                                  [&](auto, auto, auto j, double x) { return long(j) >= len ? ninf : x * scale; }),
+                     2e-5);
+    }
 }
 
 // Cache rows at and past the length are never read (API.md): they lie on pages the test makes

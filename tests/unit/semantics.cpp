@@ -380,6 +380,8 @@ BOOST_AUTO_TEST_CASE(casts_of_index_arithmetic_in_lanes) {
     const attend::tensor<float, 20, 20> f = attend::cast<float>(rel), g = attend::cast<float>(mid + i) * 0.5f;
     const attend::tensor<float, 20, 20> w8 = attend::cast<std::int8_t>(i * 10), u8 = attend::cast<std::uint8_t>(i - 5);
     const attend::tensor<float, 20, 20> s8 = attend::cast<float>(small + small);
+    // an integer 0 is +0 (float lanes give -0 for (0 - j) * 0 and -0; found by review)
+    const attend::tensor<float, 20, 20> z = attend::cast<float>((i - j) * i), n = attend::cast<float>(-i);
     int wrong = 0;
     for (i64 r = 0; r < 20; ++r)
         for (i64 c = 0; c < 20; ++c) {
@@ -389,8 +391,18 @@ BOOST_AUTO_TEST_CASE(casts_of_index_arithmetic_in_lanes) {
             wrong += w8(r, c) != float(static_cast<std::int8_t>(r * 10));
             wrong += u8(r, c) != float(static_cast<std::uint8_t>(r - 5));
             wrong += s8(r, c) != float(static_cast<std::int8_t>(small(r, c) * 2));
+            wrong += z(r, c) != float((r - c) * r) || std::signbit(z(r, c)) != (((r - c) * r) < 0);
+            wrong += n(r, c) != float(-r) || std::signbit(n(r, c)) != (r > 0);
         }
     BOOST_TEST(wrong == 0);
+    // a double tree whose ends reach 2^53 keeps the exact path (the bound 2^53 + 1 rounds to 2^53
+    // in double; found by review)
+    attend::tensor<std::int32_t, 1, 1> a{std::numeric_limits<std::int32_t>::min()};
+    attend::tensor<std::int16_t, 1, 1> b{std::numeric_limits<std::int16_t>::min()};
+    const auto rows = attend::iota<0, 129, 2>();
+    const auto cols = attend::iota<1, 129, 2>();
+    const attend::tensor<double, 129, 2> big = attend::cast<double>(rows * a * b + cols + cols);
+    BOOST_TEST(big(128, 1) == double(i64{128} * std::numeric_limits<std::int32_t>::min() * std::numeric_limits<std::int16_t>::min() + 2));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -624,9 +624,10 @@ inline constexpr std::size_t decode_cache_bytes = S::size / (NQ * DV) * NK * (D 
 inline constexpr std::size_t smallest_l3_bytes = std::size_t{1} << 20;
 
 // Whether a work item of NQ queries (of M per batch index) goes key by key (decode_per_key) when
-// the live keys fill the L3: one query over a cache of F in place that may be that large.
+// the live keys fill the L3: one query over a cache of F in place that may be that large, both
+// head dimensions whole vectors.
 template <class G, class S, class F, class Kt, class Vl, std::size_t M, std::size_t NQ, std::size_t NK, std::size_t D, std::size_t DV>
-inline constexpr bool decode_by_key = G::stream && NQ == 1 && in_place<Kt, F, 1> && in_place<Vl, F, 0> &&
+inline constexpr bool decode_by_key = G::stream && NQ == 1 && D % G::W == 0 && in_place<Kt, F, 1> && in_place<Vl, F, 0> &&
                                       decode_cache_bytes<S, F, Kt, Vl, M, NK, D, DV> >= smallest_l3_bytes;
 
 // bf16 Q (memory or an expression of bf16), K and V (memory, rows in place) on a target with

@@ -380,7 +380,9 @@ constexpr bool exact_in() {
 }
 // Where an integer tree's values lie, from its leaves' types and index extents: [lo, hi] over
 // every node, `ok` while each node provably stays in its own type's range (never wraps) and
-// within +-limit. A tree that is ok for limit 2^digits(F) computes exactly in F lanes.
+// strictly within +-limit. A tree that is ok for limit 2^digits(F) computes exactly in F lanes
+// (the ends are computed in double: exact below 2^53, and an end past the limit rounds to one
+// at least the limit, hence strictly).
 struct integer_range {
     double lo, hi;
     bool ok;
@@ -392,7 +394,7 @@ constexpr integer_range value_range(double limit) {
     auto fits = [&](integer_range r) {
         const double vlo = std::is_same_v<V, bool> ? 0 : double(std::numeric_limits<V>::min());
         const double vhi = std::is_same_v<V, bool> ? 1 : double(std::numeric_limits<V>::max());
-        r.ok = r.ok && r.lo >= vlo && r.hi <= vhi && r.lo >= -limit && r.hi <= limit;
+        r.ok = r.ok && r.lo >= vlo && r.hi <= vhi && r.lo > -limit && r.hi < limit;
         return r;
     };
     if constexpr (!std::is_integral_v<V>) {
@@ -468,7 +470,9 @@ inline auto read(const cast_node<U, A>& node, const Pos& p) noexcept {
             return convert<U, B>(B::load_aligned(tmp));
         }
     } else if constexpr (std::is_same_v<FA, F> || !simd::is_batch<B>) {
-        if constexpr (std::is_same_v<FA, F>) {
+        if constexpr (std::is_same_v<FA, F> && std::is_integral_v<typename A::value_type> && !std::is_same_v<typename A::value_type, bool>) {
+            return convert<U, B>(read<B>(node.arg, p) + B(F(0)));  // an integer 0 is +0 (F lanes give -0 for 0 * -1)
+        } else if constexpr (std::is_same_v<FA, F>) {
             return convert<U, B>(read<B>(node.arg, p));
         } else {  // scalar tail in another precision
             return convert<U, B>(cast_source<U, F>(read<FA>(node.arg, p)));
