@@ -455,7 +455,8 @@ void check_decode_beyond_l3() {
             return long(j) >= len ? ninf : x * scale;
         }), 2e-5);
         const std::string how = attend::explain(e);
-        BOOST_TEST((how.find("key by key") != std::string::npos) == (G == 1), how);
+        const bool streamed = how.find("decode nest, streamed") != std::string::npos;  // (not with SSE2's narrow vectors)
+        BOOST_TEST((how.find("key by key") != std::string::npos) == (G == 1 && streamed), how);
         if constexpr (G == 1) {  // a window: the first keys masked too (one query goes key by key past them)
             const auto j = attend::iota<2, HKV, G, NMAX>();
             *q = *q0;
