@@ -709,7 +709,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     constexpr bool per_key_eligible = decode_by_key<G, S, F, Kt, Vl, MM::M, NQ, NK, D, DV>;
     [[maybe_unused]] const bool per_key = [&] {
         if constexpr (per_key_eligible) {
-            const std::size_t fill = l3_bytes() / (S::size / DV * (D + DV) * sizeof(F));
+            const std::size_t fill = l3_bytes() / (S::size / (MM::M * DV) * (D + DV) * sizeof(F));  // (batch indices)
             if (!ahead || fill >= NK) return false;
             const tile_cursor<F> cursor{st, BN, i0, 0};  // (bounds read no scores)
             box<Rs> b = tile_box;
