@@ -240,10 +240,7 @@ __attribute__((always_inline)) inline void online_softmax(F* const st, const Vb 
     for (std::size_t c = 0; c < NVq; ++c) {
         constexpr F ninf = -std::numeric_limits<F>::infinity();
         check_tile_max(simd::reduce_max(simd::select<Vb>(mt[c] == Vb(-ninf), Vb(ninf), mt[c])) * simd::log2e_x8<F>);
-        const Vb mn = running_max8_lanes(m[c], mt[c] * L8);
-        shift[c] = simd::select<Vb>(mn == Vb(ninf), Vb(F(0)), mn);
-        alpha[c] = simd::exp2_eighths(m[c] - shift[c]);
-        m[c] = mn;
+        alpha[c] = advance_max(m[c], mt[c] * L8, shift[c]);
         sum[c] = Vb(F(0));
     }
     for (std::size_t j = 0; j < KB; ++j)
@@ -500,11 +497,14 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
             evaluate_decode<Arch, S, T, F>(sc, q, kt, v, out, lse);
         } else {
             static_assert(NQ >= QT, "attend internal: the attention nest's query tile is wider than the queries");
-            [[maybe_unused]] const bool ahead = decode_from_dram<S, F>(sc, kt, v);  // for the leftover queries
+            [[maybe_unused]] const decode_reads reads = [&] {  // for the leftover queries
+                if constexpr (G::rest_decodes) return decode_reads_of<Arch, S, F, rest>(sc, kt, v, NQ - rest);
+                else return decode_reads{};
+            }();
             parallel_for(batches * items, worth, [&](std::size_t item) {
                 const std::size_t batch = item / items, t = items - 1 - item % items;
                 if constexpr (G::rest_decodes)
-                    if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest, ahead);
+                    if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest, reads);
                 const std::size_t i0 = t < tiles ? t * QT : NQ - QT, skip = t < tiles ? 0 : QT - rest;
                 query_tile<Arch, S, T, F, typename G::B, G::NV>(sc, q, kt, v, out, lse, batch, i0, skip);
             });
