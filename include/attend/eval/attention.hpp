@@ -453,6 +453,9 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
         if constexpr (has_index_where<Tree>()) {
             if (index_conditions_never(tree, tile_box)) visit.template operator()<KB>(j0, without_index_masks(tree));
             else masked_visit.template operator()<KB>(j0, tree);
+        } else if constexpr (has_where<Tree>()) {  // masks over tensors only (a length a head): cut where they end
+            if (live_end(tree, tile_box) < j0 + KB) masked_visit.template operator()<KB>(j0, tree);
+            else visit.template operator()<KB>(j0, tree);
         } else {
             visit.template operator()<KB>(j0, tree);
         }
@@ -497,14 +500,11 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
             evaluate_decode<Arch, S, T, F>(sc, q, kt, v, out, lse);
         } else {
             static_assert(NQ >= QT, "attend internal: the attention nest's query tile is wider than the queries");
-            [[maybe_unused]] const decode_reads reads = [&] {  // for the leftover queries
-                if constexpr (G::rest_decodes) return decode_reads_of<Arch, S, F, rest>(sc, kt, v, NQ - rest);
-                else return decode_reads{};
-            }();
+            [[maybe_unused]] const bool ahead = G::rest_decodes && decode_from_dram<F>(kt, v);  // for the leftover queries
             parallel_for(batches * items, worth, [&](std::size_t item) {
                 const std::size_t batch = item / items, t = items - 1 - item % items;
                 if constexpr (G::rest_decodes)
-                    if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest, reads);
+                    if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest, ahead);
                 const std::size_t i0 = t < tiles ? t * QT : NQ - QT, skip = t < tiles ? 0 : QT - rest;
                 query_tile<Arch, S, T, F, typename G::B, G::NV>(sc, q, kt, v, out, lse, batch, i0, skip);
             });

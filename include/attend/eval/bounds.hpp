@@ -2,7 +2,8 @@
 // arithmetic), used to skip attention tiles that a mask rules out and the mask work on tiles it
 // keeps entirely.
 //
-// Index leaves (iota) give the box's range, scalars a point, memory a full range; bool values
+// Index leaves (iota) give the box's range, scalars a point, memory its values when the box
+// holds few of them (a length per head) and else a full range; bool values
 // are intervals within [0, 1]: [0, 0] never, [1, 1] always, [0, 1] maybe. The structure is the
 // expression's own (known at compile time); only the box's corners are run-time values, so a
 // runtime scalar in a mask (a KV cache filled up to `len`) skips tiles too.
@@ -150,6 +151,38 @@ inline interval point(double v) {
     return double(float(v)) == v ? interval{v, v} : widen({v, v});
 }
 
+// Memory's values over the box when it holds few of them (a length, a window or a position per
+// head or batch index), else any value of its type. Taken where the nest runs, from the values it
+// reads then.
+inline constexpr std::size_t bounds_reads = 16;  // (a decode tile's eighth of a stored mask, 32 keys, is not read)
+template <class E, std::size_t R>
+interval memory_bounds(const E& e, const box<R>& b) {
+    using V = std::remove_cv_t<typename E::value_type>;
+    constexpr auto strides = E::layout::template strides_at<R>;
+    const interval any = std::is_same_v<V, bool> ? interval{0, 1} : anything;
+    std::size_t count = 1;  // the box's elements of this memory (broadcast axes hold one)
+    for (std::size_t k = 0; k < R; ++k)
+        if (strides[k] != 0 && (count *= b.hi[k] - b.lo[k] + 1) > bounds_reads) return any;
+    interval r{inf, -inf};
+    std::array<std::size_t, R> idx = b.lo;
+    for (std::size_t n = 0; n < count; ++n) {
+        const double x = static_cast<double>(e.data()[E::layout::offset(idx)]);
+        if (x != x) r.nan = true;
+        else r.lo = std::min(r.lo, x), r.hi = std::max(r.hi, x);
+        for (std::size_t k = R; k-- > 0;) {  // the next position, last axis fastest
+            if (strides[k] == 0) continue;
+            if (idx[k] < b.hi[k]) {
+                ++idx[k];
+                break;
+            }
+            idx[k] = b.lo[k];
+        }
+    }
+    constexpr double exact = 0x1p53;  // (64-bit integers past it round in double)
+    if (r.lo > r.hi || r.lo < -exact || r.hi > exact) return any;
+    return r;
+}
+
 // The range of `e` over the box (positions of rank R).
 template <class E, std::size_t R>
 interval bounds(const E& e, const box<R>& b) {
@@ -170,7 +203,9 @@ interval bounds(const E& e, const box<R>& b) {
         constexpr std::size_t ax = R - S::rank + E::axis;
         if constexpr (S::extents[E::axis] == 1) return {0, 0};
         else return rounded({double(b.lo[ax]), double(b.hi[ax])});
-    } else if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::tile> || is_kind<E, kind::take>) {  // any value of the type
+    } else if constexpr (is_kind<E, kind::memory>) {
+        return memory_bounds(e, b);
+    } else if constexpr (is_kind<E, kind::tile> || is_kind<E, kind::take>) {  // any value of the type
         if constexpr (std::is_same_v<typename E::value_type, bool>) return interval{0, 1};
         else return anything;
     } else {
@@ -233,6 +268,14 @@ auto without_index_masks(const E& e) {
     if constexpr (is_index_where<E>) return without_index_masks(std::get<2>(e.args));
     else if constexpr (category_of<E> == category::elementwise) return rebuild_with(e, [](const auto& c) { return without_index_masks(c); });
     else return e;
+}
+
+template <class E>
+constexpr bool has_where() {
+    if constexpr (is_kind<E, kind::map>)
+        if constexpr (std::is_same_v<typename E::rule_op, op::where>) return true;
+    if constexpr (category_of<E> == category::elementwise) return any_child<E>([]<class C>() { return has_where<C>(); });
+    else return false;
 }
 
 template <class E>

@@ -624,22 +624,23 @@ __attribute__((always_inline)) inline void decode_per_key(const F* q, const F* k
     for (std::size_t c = 0; c < NV; ++c) o[c].store_unaligned(s.o + c * W);
 }
 
-// Bytes of the K and V cache a decode plan over output shape S reads. Its stages request rows
-// ahead when that is at least the L3's size (evaluate_decode); no L3 is taken to be under 1 MiB,
-// so plans over smaller caches (a test's, a small model's) compile no requesting stages
+// Bytes of the K and V cache a decode plan reads: K^T and V as given (memory as stored, an
+// expression as F; an operand broadcast over batch indices once). Its stages request rows ahead
+// when that is at least the L3's size (decode_from_dram); no L3 is taken to be under 1 MiB, so
+// plans over smaller caches (a test's, a small model's) compile no requesting stages
 // (decode_may_ahead: nor key by key).
-template <class S, class F, class Kt, class Vl, std::size_t NQ, std::size_t NK, std::size_t D, std::size_t DV>
-inline constexpr std::size_t decode_cache_bytes = S::size / (NQ * DV) * NK * (D * element_bytes<Kt, F> + DV * element_bytes<Vl, F>);
+template <class F, class Kt, class Vl>
+inline constexpr std::size_t decode_cache_bytes = Kt::shape_type::size * element_bytes<Kt, F> + Vl::shape_type::size * element_bytes<Vl, F>;
 inline constexpr std::size_t smallest_l3_bytes = std::size_t{1} << 20;
-template <class S, class F, class Kt, class Vl, std::size_t M, std::size_t NK, std::size_t D, std::size_t DV>
-inline constexpr bool decode_may_ahead = decode_cache_bytes<S, F, Kt, Vl, M, NK, D, DV> >= smallest_l3_bytes;
+template <class F, class Kt, class Vl>
+inline constexpr bool decode_may_ahead = decode_cache_bytes<F, Kt, Vl> >= smallest_l3_bytes;
 
-// Whether a work item of NQ queries (of M per batch index) goes key by key (decode_per_key) when
-// the live keys fill the L3: one query over a cache of F in place that may be that large, both
-// head dimensions whole vectors.
-template <class G, class S, class F, class Kt, class Vl, std::size_t M, std::size_t NQ, std::size_t NK, std::size_t D, std::size_t DV>
+// Whether a work item of NQ queries may go key by key (decode_per_key) when the live keys fill
+// the L3: one query over a cache of F in place that may be that large, both head dimensions
+// whole vectors.
+template <class G, class F, class Kt, class Vl, std::size_t NQ, std::size_t D>
 inline constexpr bool decode_by_key = G::stream && NQ == 1 && D % G::W == 0 && in_place<Kt, F, 1> && in_place<Vl, F, 0> &&
-                                      decode_may_ahead<S, F, Kt, Vl, M, NK, D, DV>;
+                                      decode_may_ahead<F, Kt, Vl>;
 
 // bf16 Q (memory or an expression of bf16), K and V (memory, rows in place) on a target with
 // AVX-512 BF16: the tile stages take both products as pair dot products at twice the FMA's
@@ -650,52 +651,42 @@ inline constexpr bool decode_pairs = simd::pair_rows<typename G::B, D> && simd::
                                      std::is_same_v<F, float> && std::is_same_v<typename Ql::value_type, bf16> &&
                                      in_place<Kt, bf16, 1> && in_place<Vl, bf16, 0>;
 
-// How the work items of one call read the cache, decided once per call (decode_reads_of).
-// ahead: the tile stages request the rows they read next. by_key: one query goes key by key.
-struct decode_reads {
-    bool ahead = false, by_key = false;
-};
-
 // A cache of at least the L3's size streams from DRAM: then the tile stages request their next
-// rows (in L3 the requests only cost; docs/performance.md, "evening"). One query of NQ == 1 from
-// i0 over a cache of F in place goes key by key (decode_per_key) when the keys the masks leave
-// fill the L3: when they leave the tile holding key `fill` in some batch index, taking the live
-// keys to be a prefix (a length mask's; other masks only make it a guess, which picks a plan, not
-// a result).
-template <class Arch, class S, class F, std::size_t NQ, class Sc, class Kt, class Vl>
-decode_reads decode_reads_of(const Sc& sc, const Kt&, const Vl&, std::size_t i0) {
-    using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
-    using Ss = typename Sc::shape_type;
-    constexpr std::size_t Rs = Ss::rank, NK = MM::N, D = MM::K, DV = S::extents[S::rank - 1];
-    using G = decode_tiling<F, Arch, NQ, D, DV>;
-    const bool ahead = decode_cache_bytes<S, F, Kt, Vl, MM::M, NK, D, DV> >= l3_bytes();
-    if constexpr (decode_by_key<G, S, F, Kt, Vl, MM::M, NQ, NK, D, DV>) {
-        const std::size_t fill = l3_bytes() / (S::size / (MM::M * DV) * (D + DV) * sizeof(F));  // (batch indices)
-        if (!ahead || fill >= NK) return {ahead, false};
-        const tile_cursor<F> cursor{nullptr, G::BN, i0, 0};  // (bounds read no scores)
-        box<Rs> b{};  // every batch index
-        for (std::size_t k = 0; k + 2 < Rs; ++k) b.hi[k] = Ss::extents[k] - 1;
-        b.lo[Rs - 2] = b.hi[Rs - 2] = i0;
-        b.lo[Rs - 1] = fill / G::BN * G::BN;
-        b.hi[Rs - 1] = std::min(NK, b.lo[Rs - 1] + G::BN) - 1;
-        return {true, bounds(with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor}), b).hi != -inf};
-    }
-    return {ahead, false};
+// rows (in L3 the requests only cost; docs/performance.md, "evening"). Asked once per call.
+template <class F, class Kt, class Vl>
+inline bool decode_from_dram(const Kt&, const Vl&) noexcept {
+    return decode_cache_bytes<F, Kt, Vl> >= l3_bytes();
+}
+
+// Whether one query over a cache of F in place (decode_by_key) goes key by key: when the cache
+// streams from DRAM (`ahead`) and the keys the masks leave fill the L3 — when the tree's scores
+// in `b` (one batch index's query) reach into the tile holding key `fill`, taking the live keys
+// to be a prefix (a length mask's; other masks only make it a guess, which picks a plan, not a
+// result). Each batch index decides from its own masks, so that its result does not depend on
+// another's (one decision over all of them made a head's rounding depend on the other heads'
+// lengths: found by review).
+template <class F, class Kt, class Vl, std::size_t NK, std::size_t BN, class Tree, std::size_t Rs>
+bool decode_goes_by_key(const Tree& tree, box<Rs> b, bool ahead) {
+    const std::size_t fill = l3_bytes() / (decode_cache_bytes<F, Kt, Vl> / NK);  // (the bytes of a key over every batch index)
+    if (!ahead || fill >= NK) return false;
+    b.lo[Rs - 1] = fill / BN * BN;
+    b.hi[Rs - 1] = std::min(NK, b.lo[Rs - 1] + BN) - 1;
+    return bounds(tree, b).hi != -inf;
 }
 
 // One work item: the NQ queries i0 .. i0+NQ of batch index `batch` (every query, or the prefill
-// nest's last few) against keys [jb, je) (whole tiles but the last), into the running state `s`,
-// as `reads` says.
+// nest's last few) against keys [jb, je) (whole tiles but the last), into the running state `s`;
+// `ahead`: decode_from_dram's answer.
 template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, std::size_t NQ, std::size_t DV>
 void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size_t batch, std::size_t i0, std::size_t jb,
-                 std::size_t je, const decode_state<F, NQ, DV>& s, decode_reads reads) {
+                 std::size_t je, const decode_state<F, NQ, DV>& s, bool ahead) {
     using Ss = typename Sc::shape_type;
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
     constexpr std::size_t R = S::rank, Rs = Ss::rank, D = MM::K;
     using G = decode_tiling<F, Arch, NQ, D, DV>;
     using B = typename G::B;
     constexpr std::size_t BN = G::BN, NK = MM::N;
-    constexpr bool may_ahead = decode_may_ahead<S, F, Kt, Vl, MM::M, NK, D, DV>;
+    constexpr bool may_ahead = decode_may_ahead<F, Kt, Vl>;
     nd_pos<R> ob = batch_position<S>(batch);
     nd_pos<Rs> sp{};  // the batch index at the score tree's rank (it broadcasts), the first query
     for (std::size_t k = 0; k + 2 < Rs; ++k) sp.idx[k] = ob.idx[k + R - Rs];
@@ -746,6 +737,12 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     // The score tree over a tile whose scores the cursor locates in st.
     auto tree_at = [&](const tile_cursor<F>& cursor) { return with_tile(sc, tile_leaf<F, Ss, false>{{}, &cursor}); };
     using Tree = decltype(tree_at(std::declval<const tile_cursor<F>&>()));
+    constexpr bool may_by_key = decode_by_key<G, F, Kt, Vl, NQ, D>;
+    [[maybe_unused]] const bool by_key = [&] {
+        const tile_cursor<F> cursor{st, BN, i0, 0};  // (bounds read no scores)
+        if constexpr (may_by_key) return decode_goes_by_key<F, Kt, Vl, NK, BN>(tree_at(cursor), tile_box, ahead);
+        else return false;
+    }();
     // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
     // Only the first `live` take part in P V (live < kb: a tile the masks cut).
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t, std::size_t kb, std::size_t live) {
@@ -759,13 +756,13 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         const auto [k, ldk] = rows.template operator()<true, D, blocks && streamed<Kt, F, 1>>(kt, sp, kpack);
         if constexpr (G::stream && blocks) {
             const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
-            if constexpr (decode_by_key<G, S, F, Kt, Vl, MM::M, NQ, NK, D, DV>)
-                if (reads.by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
+            if constexpr (may_by_key)
+                if (by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
             return decode_stream<B, NQ, KB, BN, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
         }
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
-        const bool next_whole = reads.ahead && KB == BN && j0 + KB + BN <= NK;
+        const bool next_whole = ahead && KB == BN && j0 + KB + BN <= NK;
         constexpr std::size_t k_groups = query_groups<B, query_width<D, Qrow>, NQ>;
         if constexpr (blocks)
             with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
@@ -808,8 +805,9 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         const tile_cursor<F> cursor{st, BN, i0, j0};
         const Tree tree = tree_at(cursor);  // for bounds only: they read no scores
         if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
-        if constexpr (has_index_where<Tree>()) {
+        if constexpr (has_index_where<Tree>())
             if (index_conditions_never(tree, tile_box)) return run_tile.template operator()<KB, true>(j0);
+        if constexpr (has_where<Tree>()) {  // (masks over tensors too: a length a head)
             if constexpr (KB == BN) {
                 // A partly masked tile (the cache's last, a causal chunk's diagonal): when the
                 // masks rule out two of its eighths or more, the others run as tiles of their own,
@@ -882,17 +880,16 @@ void decode_merge(const decode_state<F, NQ, DV>* parts, std::size_t chunks) noex
 
 // One work item: the NQ queries i0 .. i0+NQ of batch index `batch` against every key, written
 // to their output rows and log-sum-exp entries.
-// `reads`: decode_reads_of's answer.
+// `ahead`: decode_from_dram's answer.
 template <class Arch, class S, class F, std::size_t NQ, class Sc, class Ql, class Kt, class Vl, class T, class U>
-void decode_queries(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0,
-                    decode_reads reads) {
+void decode_queries(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0, bool ahead) {
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
     constexpr std::size_t DV = S::extents[S::rank - 1];
     using State = decode_state<F, NQ, DV>;
     alignas(64) F mem[State::floats];
     const State s = State::over(mem);
     s.clear();
-    decode_keys<Arch, S, F>(sc, q, kt, v, batch, i0, 0, MM::N, s, reads);
+    decode_keys<Arch, S, F>(sc, q, kt, v, batch, i0, 0, MM::N, s, ahead);
     const std::size_t row = batch * MM::M + i0;  // the first query's row of the output
     decode_finish(s, out + row * DV, lse ? lse + row : lse);
 }
@@ -913,9 +910,9 @@ void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* ou
     const std::size_t workers = worth ? worker_count() : 1;
     const std::size_t chunks = std::clamp<std::size_t>((workers + batches - 1) / batches, 1, std::max<std::size_t>(most, 1));
     const std::size_t tiles = (NK + BN - 1) / BN, span = (tiles + chunks - 1) / chunks * BN;
-    const decode_reads reads = decode_reads_of<Arch, S, F, NQ>(sc, kt, v, 0);
+    const bool ahead = decode_from_dram<F>(kt, v);
     if (chunks == 1) {
-        parallel_for(batches, worth, [&](std::size_t b) { decode_queries<Arch, S, F, NQ>(sc, q, kt, v, out, lse, b, 0, reads); });
+        parallel_for(batches, worth, [&](std::size_t b) { decode_queries<Arch, S, F, NQ>(sc, q, kt, v, out, lse, b, 0, ahead); });
         return;
     }
     if constexpr (most > 1) {
@@ -924,7 +921,7 @@ void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* ou
             const State s = State::over(mem + item * per_part);
             s.clear();
             const std::size_t c = item % chunks;
-            decode_keys<Arch, S, F>(sc, q, kt, v, item / chunks, 0, std::min(NK, c * span), std::min(NK, (c + 1) * span), s, reads);
+            decode_keys<Arch, S, F>(sc, q, kt, v, item / chunks, 0, std::min(NK, c * span), std::min(NK, (c + 1) * span), s, ahead);
         });
         for (std::size_t b = 0; b < batches; ++b) {
             State parts[G::max_chunks];

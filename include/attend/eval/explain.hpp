@@ -152,8 +152,7 @@ std::string explain(const E& e) {
                  "; S^T = K Q^T by a " + std::to_string(G::MR) + " x " + std::to_string(G::QT) + " register tile, O^T += V^T P^T by " +
                  std::to_string(G::MRV) + " x " + std::to_string(G::QT) + "\n";
         if constexpr (MM::M <= DT::max_queries &&
-                      detail::decode_by_key<DT, S, F, std::remove_cvref_t<decltype(MM::b)>, std::remove_cvref_t<decltype(A::b)>, MM::M,
-                                            MM::M, MM::N, MM::K, DV>)
+                      detail::decode_by_key<DT, F, std::remove_cvref_t<decltype(MM::b)>, std::remove_cvref_t<decltype(A::b)>, MM::M, MM::K>)
             s += "  from DRAM (when the keys the masks leave fill the L3): key by key, K row, its score, V row\n";
         if constexpr (MM::M > DT::max_queries && G::rest_decodes)
             s += (G::rest == 1 ? std::string("  the last query") : "  the last " + std::to_string(G::rest) + " queries") +
@@ -176,8 +175,10 @@ std::string explain(const E& e) {
         if constexpr (detail::has_index_where<Sc>())
             s += "  index masks: key tiles they rule out are skipped; tiles they keep entirely run without the mask: " +
                  detail::describe<decltype(detail::without_index_masks(std::declval<const Sc&>()))>() + "\n";
+        else if constexpr (detail::has_where<Sc>())
+            s += "  masks over tensors: a key tile is skipped when the few values it reads (a length per head) rule it out\n";
         else
-            s += "  no index mask: every key tile is visited\n";
+            s += "  no mask: every key tile is visited\n";
     } else if constexpr (p == plan::contraction) {
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const L&>()))>;
         using I = detail::contraction_items<F, Arch, MM::M, MM::K, MM::N>;
