@@ -380,7 +380,7 @@ inline rows_view<F> live_rows(rows_view<F> v, std::size_t live, F* pack) noexcep
 // ---- the nest ------------------------------------------------------------------------------
 
 // One work item: the queries i0 .. i0+QL of batch index `batch`, over every key tile that the
-// score tree's index masks do not rule out (bounds.hpp); the first `skip` are not written.
+// score tree's masks do not rule out (bounds.hpp); the first `skip` are not written.
 template <class Arch, class S, class T, class F, class Vb, std::size_t NVq, class Sc, class Ql, class Kt, class Vl, class U>
 void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0,
                 std::size_t skip) {
@@ -437,8 +437,8 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     // The score tree over a tile is built per key tile around a cursor that lives as long, so the
     // compiler sees every field of both as constants of the tile and keeps them in registers.
     using Tree = decltype(with_tile(sc, tile_leaf<F, Ss, true>{{}, nullptr}));
-    // Tiles an index mask cuts through run out of line, each whole tile (docs/design.md: inlined,
-    // or called from inside a tile, the masked tree slowed every tile).
+    // Tiles a mask cuts through run out of line, each whole tile (docs/design.md: inlined, or
+    // called from inside a tile, the masked tree slowed every tile).
     constexpr std::size_t live_n = pairs ? 1 : BN * DV;  // (written inside the lambda, it crashes g++ 12)
     auto masked_visit = [&]<std::size_t KB>(std::size_t j0, const Tree& t) __attribute__((noinline)) {
         alignas(64) F vlive[live_n];

@@ -153,8 +153,8 @@ inline interval point(double v) {
 
 // Memory's values over the box when it holds few of them (a length, a window or a position per
 // head or batch index), else any value of its type. Taken where the nest runs, from the values it
-// reads then.
-inline constexpr std::size_t bounds_reads = 16;  // (a decode tile's eighth of a stored mask, 32 keys, is not read)
+// reads then; ends float does not hold widen by its rounding, as a scalar's do (point).
+inline constexpr std::size_t bounds_reads = 16;  // (a stored mask: only live_end's last steps read it)
 template <class E, std::size_t R>
 interval memory_bounds(const E& e, const box<R>& b) {
     using V = std::remove_cv_t<typename E::value_type>;
@@ -178,9 +178,10 @@ interval memory_bounds(const E& e, const box<R>& b) {
             idx[k] = b.lo[k];
         }
     }
-    constexpr double exact = 0x1p53;  // (64-bit integers past it round in double)
-    if (r.lo > r.hi || r.lo < -exact || r.hi > exact) return any;
-    return r;
+    if (r.lo > r.hi) return any;  // (NaN only)
+    if constexpr (std::is_integral_v<V> && sizeof(V) >= 8)
+        if (r.lo < -0x1p53 || r.hi > 0x1p53) return any;  // (past 2^53 they round in double)
+    return rounded(r);  // as float reads them: 16777219 is 16777220 there (found by review)
 }
 
 // The range of `e` over the box (positions of rank R).

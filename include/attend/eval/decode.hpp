@@ -10,7 +10,7 @@
 // One or two queries run every stage per W-key block with the outputs in registers
 // (decode_stream; one query over live keys that fill the L3 goes key by key: decode_per_key);
 // more run the stages tile by tile, in groups of queries.
-// Key tiles the score tree's index masks rule out (j >= len, causal) are never touched. When
+// Key tiles the score tree's masks rule out (j >= len, causal, j >= lens) are never touched. When
 // there are fewer batch indices than threads, the keys split into chunks whose partial results
 // merge by their log-sum-exp (flash-decoding).
 #pragma once
