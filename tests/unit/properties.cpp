@@ -85,12 +85,16 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(random_attention_against_double, C, grid) {
             // Score error of float evaluation: D products and sums, the scale and the exponent.
             const double delta = 8 * (D + 4) * 6e-8 * qmax * kmax * scale * std::sqrt(double(D)) + 4e-7;
             const double bound = 2 * delta * vmax + 1e-45;
+            std::vector<double> p(NK, 0.0);  // the row's probabilities (NaN where a NaN reaches them)
+            if (m != -INFINITY) {
+                double z = 0;
+                for (std::size_t j = 0; j < NK; ++j) z += std::exp(s[j] - m);
+                for (std::size_t j = 0; j < NK; ++j) p[j] = std::exp(s[j] - m) / z;
+            }
             for (std::size_t d = 0; d < D; ++d) {
-                double want = 0, z = 0;
-                if (m != -INFINITY) {
-                    for (std::size_t j = 0; j < NK; ++j) z += std::exp(s[j] - m);
-                    for (std::size_t j = 0; j < NK; ++j) want += std::exp(s[j] - m) / z * (*v)(j, d);
-                }
+                double want = 0;
+                if (m != -INFINITY)
+                    for (std::size_t j = 0; j < NK; ++j) want += p[j] * (*v)(j, d);
                 const double got = (*out)(i, d);
                 const bool reached = std::isnan(want);  // the NaN reaches this output in exact arithmetic
                 bool ok;
