@@ -440,9 +440,12 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     // Tiles a mask cuts through run out of line, each whole tile (docs/design.md: inlined, or
     // called from inside a tile, the masked tree slowed every tile).
     constexpr std::size_t live_n = pairs ? 1 : BN * DV;  // (written inside the lambda, it crashes g++ 12)
-    auto masked_visit = [&]<std::size_t KB>(std::size_t j0, const Tree& t) __attribute__((noinline)) {
+    // (end: where the tile's live keys end, when the caller has searched it)
+    constexpr std::size_t unsearched = std::size_t(-1);
+    auto masked_visit = [&]<std::size_t KB>(std::size_t j0, const Tree& t, std::size_t end) __attribute__((noinline)) {
         alignas(64) F vlive[live_n];
-        visit.template operator()<KB, true>(j0, t, live_end(t, tile_box) - j0, +vlive);
+        if (end == unsearched) end = live_end(t, tile_box);
+        visit.template operator()<KB, true>(j0, t, end - j0, +vlive);
     };
     auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
         tile_box.lo[Rs - 1] = j0;
@@ -452,9 +455,9 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
         if (bounds(tree, tile_box).hi == -inf) return;  // every score -inf: nothing to add
         if constexpr (has_index_where<Tree>()) {
             if (index_conditions_never(tree, tile_box)) visit.template operator()<KB>(j0, without_index_masks(tree));
-            else masked_visit.template operator()<KB>(j0, tree);
+            else masked_visit.template operator()<KB>(j0, tree, unsearched);
         } else if constexpr (has_where<Tree>()) {  // masks over tensors only (a length a head): cut where they end
-            if (live_end(tree, tile_box) < j0 + KB) masked_visit.template operator()<KB>(j0, tree);
+            if (const std::size_t end = live_end(tree, tile_box); end < j0 + KB) masked_visit.template operator()<KB>(j0, tree, end);
             else visit.template operator()<KB>(j0, tree);
         } else {
             visit.template operator()<KB>(j0, tree);
