@@ -88,6 +88,11 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(which, "slice_wrapping") == 0) {
         attend::tensor<float, 3, 2, 5> w = attend::slice<1, 2>(cache, std::size_t(-1));
         std::printf("%g\n", double(w(0, 0, 0)));
+    } else if (std::strcmp(which, "misaligned_view") == 0) {  // floats read from two bytes into a buffer
+        alignas(64) static unsigned char bytes[64] = {};
+        const attend::tensor_ref<const float, 4> v(reinterpret_cast<const float*>(bytes + 2));
+        attend::tensor<float, 4> w = v * 2.0f;
+        std::printf("%g\n", double(w(0)));
     }
     std::puts("no stop");
     return 0;

@@ -20,7 +20,8 @@ namespace attend {
 
 // Memory read in place through a layout (row-major unless a view permuted its strides).
 template <class T, class S, auto Strides = shapes::strides(S::extents)>
-struct memory_leaf : leaf_node {
+struct memory_leaf : read_only<leaf_node> {
+    using read_only<leaf_node>::operator=;  // (an error: views read only)
     using kind = kind::memory;
     using value_type = T;
     using shape_type = S;
@@ -35,7 +36,8 @@ struct memory_leaf : leaf_node {
 
 // A tensor moved into the tree (possibly seen through a view): it aliases nothing.
 template <class Tensor, class S = typename Tensor::shape_type, auto Strides = shapes::strides(S::extents)>
-struct owning_leaf : leaf_node {
+struct owning_leaf : read_only<leaf_node> {
+    using read_only<leaf_node>::operator=;  // (an error: views read only)
     using kind = kind::memory;
     using value_type = typename Tensor::value_type;
     using shape_type = S;

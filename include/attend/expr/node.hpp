@@ -56,6 +56,25 @@ struct leaf_node : expr_base {
     static constexpr std::tuple<> children() noexcept { return {}; }
 };
 
+namespace detail {
+template <class X>
+inline constexpr bool assignable_view = false;
+}  // namespace detail
+
+// The base of what transpose, permute and reshape return (memory_leaf, owning_leaf, view_node):
+// those views read only, and assigning to one would rebind it, not write its elements, so every
+// assignment is an error that says so (the node brings the template in with a using-declaration;
+// its implicit copy assignment is deleted, through this one, for a const view on the right).
+template <class Base>
+struct read_only : Base {
+    read_only& operator=(const read_only&) = delete;  // attend: transpose, permute and reshape views are read-only
+    template <class X>
+    void operator=(X&&) {
+        static_assert(detail::assignable_view<X>,
+                      "attend: transpose, permute and reshape views are read-only: assign to a tensor, a tensor_ref or a slice");
+    }
+};
+
 // What an operation that failed its shape or type check returns: an expression that every later
 // operation and assignment accepts silently, so that the check's static_assert is the only error.
 struct invalid_expr : leaf_node {

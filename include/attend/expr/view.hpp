@@ -48,7 +48,8 @@ struct reshaping {
 };
 
 template <class View, class A>
-struct view_node : expr_base {
+struct view_node : read_only<expr_base> {
+    using read_only<expr_base>::operator=;  // (an error: views read only)
     using kind = kind::view;
     using view = View;
     using value_type = typename A::value_type;
