@@ -67,6 +67,8 @@ inline constexpr bool assignable_view = false;
 // its implicit copy assignment is deleted, through this one, for a const view on the right).
 template <class Base>
 struct read_only : Base {
+    read_only() = default;
+    read_only(const read_only&) = default;
     read_only& operator=(const read_only&) = delete;  // attend: transpose, permute and reshape views are read-only
     template <class X>
     void operator=(X&&) {
