@@ -44,10 +44,11 @@ struct extents_positive {
     static constexpr bool ok = ((D > 0) && ...);
 };
 
-// Axis arguments must name an axis of the shape.
-template <class Op, std::size_t Axis, class S>
+// Axis arguments must name an axis of the shape (negative: from the last; the diagnostic shows
+// the axis as written).
+template <class Op, long long Axis, class S>
 struct axis_in_range {
-    static constexpr bool ok = Axis < S::rank;
+    static constexpr bool ok = Axis < 0 ? -Axis <= static_cast<long long>(S::rank) : Axis < static_cast<long long>(S::rank);
 };
 
 // A list of axis numbers, printed in diagnostics (permute's argument).

@@ -81,6 +81,26 @@ inline B lane_index(std::size_t start) noexcept {
     }
 }
 
+// A floating value as integer type T: toward zero, saturating at T's range, NaN to 0 (as Rust's
+// `as` and WebAssembly's saturating truncation; C++ leaves an out-of-range conversion undefined,
+// and NumPy's result depends on the platform). Other conversions as static_cast (integers wrap).
+template <class T, class F>
+inline T to_element(F x) noexcept {
+    if constexpr (std::is_floating_point_v<F> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        constexpr F lim = [] {  // 2^digits: T's maximum + 1, exact in F
+            F p = 1;
+            for (int e = 0; e < std::numeric_limits<T>::digits; ++e) p *= 2;
+            return p;
+        }();
+        if (x != x) return T(0);
+        if (x >= lim) return std::numeric_limits<T>::max();
+        if (std::is_signed_v<T> ? x <= -lim : x <= F(-1)) return std::numeric_limits<T>::min();
+        return static_cast<T>(x);
+    } else {
+        return static_cast<T>(x);
+    }
+}
+
 // Load lanes of element type value_t<B> from memory of element type T (converting if they differ).
 template <class B, class T>
 inline B load(const T* p) noexcept {
@@ -102,7 +122,7 @@ template <class B, class T>
 inline void store(T* p, const B& v) noexcept {
     using F = value_t<B>;
     if constexpr (!is_batch<B>) {
-        *p = static_cast<T>(v);
+        *p = to_element<T>(v);
     } else if constexpr (std::is_same_v<T, F>) {
         v.store_unaligned(p);
     } else if constexpr (is_half<T> && std::is_same_v<F, float>) {
@@ -110,7 +130,7 @@ inline void store(T* p, const B& v) noexcept {
     } else {
         alignas(64) F tmp[lanes<B>];
         v.store_aligned(tmp);
-        for (std::size_t l = 0; l < lanes<B>; ++l) p[l] = static_cast<T>(tmp[l]);
+        for (std::size_t l = 0; l < lanes<B>; ++l) p[l] = to_element<T>(tmp[l]);
     }
 }
 
@@ -231,6 +251,19 @@ inline B fma(const B& a, const B& b, const B& c) noexcept {
 ATTEND_SIMD_UNARY(abs, xsimd::abs, std::abs)
 ATTEND_SIMD_UNARY(trunc, xsimd::trunc, std::trunc)
 #undef ATTEND_SIMD_UNARY
+
+// The value to_element<T> gives, in the lanes of B (floating): toward zero, clamped to T's range
+// (its ends as B's type rounds them), NaN to 0.
+template <class T, class B>
+inline B trunc_saturated(const B& x) noexcept {
+    using F = value_t<B>;
+    if constexpr (!is_batch<B>) {
+        return static_cast<F>(to_element<T>(x));
+    } else {
+        const B t = xsimd::min(xsimd::max(trunc(x), B(F(std::numeric_limits<T>::min()))), B(F(std::numeric_limits<T>::max())));
+        return xsimd::select(is_nan(x), B(F(0)), t);
+    }
+}
 
 // tanh: xsimd 8.1's converts its argument to an integer on the way (undefined for +-inf, which
 // UBSan stops on): arguments clamp to +-20, where tanh is +-1 in float and double, NaN kept.

@@ -6,7 +6,9 @@
 #include <attend/attend.hpp>
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <iomanip>
 #include <limits>
@@ -75,6 +77,49 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(transcendentals_at_range_edges, T, float_types) {
     check("log", log_args, [](const auto& x) { return attend::log(x); }, [](T a) { return std::log(a); });
     check("sigmoid", exp_args, [](const auto& x) { return attend::sigmoid(-x); }, [](T a) { return T(1) / (T(1) + std::exp(a)); });
     check("tanh", exp_args, [](const auto& x) { return attend::tanh(x); }, [](T a) { return std::tanh(a); });
+}
+
+// A floating value cast or stored to an integer type truncates toward zero and saturates at the
+// type's range, NaN giving 0, whatever the path: a cast into a float destination (the tree's
+// lanes), of a leaf or of a float tree into an integer destination, in whole vectors and the
+// scalar tail (a C++ conversion of such values is undefined; UBSan checks the sanitizers' build).
+namespace {
+template <class T>
+double saturated(double x) {  // the reference, in double
+    if (std::isnan(x)) return 0;
+    const double t = std::trunc(x);
+    return std::min(std::max(t, double(std::numeric_limits<T>::min())), double(std::numeric_limits<T>::max()));
+}
+template <class T, class F>
+void check_saturating_casts() {
+    const F special[] = {F(300), F(1.5), F(-200), F(40000), F(NAN), F(INFINITY), F(-INFINITY), F(3e9), F(-3e9), F(127.9),
+                         F(-128.9), F(-0.5), F(255.5), F(-1), F(2147483520), F(-2147483648.0), F(1e19), F(-1e19)};
+    constexpr std::size_t n = std::size(special), N = 2 * n + 5;  // the specials in whole vectors and in the tail
+    attend::tensor<F, N> x;
+    for (std::size_t k = 0; k < N; ++k) x.data()[k] = F(k % 7) - F(3);
+    for (std::size_t k = 0; k < n; ++k) x.data()[k] = special[k], x.data()[N - 1 - k] = special[k];
+    const attend::tensor<F, N> in_lanes = attend::cast<T>(x);   // the tree's lanes: T's value as F rounds it
+    const attend::tensor<T, N> stored = attend::cast<T>(x);     // an integer destination
+    const attend::tensor<T, N> scaled = attend::cast<T>(x * F(1));  // a float tree, cast into integers
+    for (std::size_t k = 0; k < N; ++k) {
+        const double v = double(x.data()[k]), want = saturated<T>(v);
+        BOOST_TEST_CONTEXT("cast of " << v << " at " << k) {
+            BOOST_TEST(double(in_lanes.data()[k]) == double(F(want)));
+            BOOST_TEST(double(stored.data()[k]) == want);
+            BOOST_TEST(double(scaled.data()[k]) == want);
+        }
+    }
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(float_to_integer_casts_saturate) {
+    check_saturating_casts<std::int8_t, float>();
+    check_saturating_casts<std::uint8_t, float>();
+    check_saturating_casts<std::int16_t, double>();
+    check_saturating_casts<std::int32_t, float>();
+    check_saturating_casts<std::int32_t, double>();
+    check_saturating_casts<std::uint32_t, double>();
+    check_saturating_casts<std::int64_t, double>();
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -349,8 +349,8 @@ inline auto convert(const V& v) noexcept {
         else return simd::select<B>(v, simd::splat<B>(1), simd::splat<B>(0));
     } else if constexpr (std::is_same_v<U, bool>) {
         return simd::not_equal(v, simd::splat<B>(0));
-    } else if constexpr (std::is_integral_v<U>) {
-        return simd::trunc(v);
+    } else if constexpr (std::is_integral_v<U>) {  // toward zero, saturating (simd::to_element)
+        return simd::trunc_saturated<U>(v);
     } else if constexpr (is_half<U> && std::is_same_v<simd::value_t<B>, float>) {  // round to bf16 / f16
         return simd::round_to<U>(v);
     } else if constexpr (sizeof(U) < sizeof(simd::value_t<B>)) {  // narrowing: round through U

@@ -78,9 +78,9 @@ constexpr auto make_reduce(A&& a) {
         return invalid_expr{};
     } else {
         constexpr std::size_t ax = axis_index<Axis, S>;
-        static_assert(check::axis_in_range<Op, ax, S>::ok, "attend: reduction: Axis must be an axis of the shape");
+        static_assert(check::axis_in_range<Op, Axis, S>::ok, "attend: reduction: Axis must be an axis of the shape");
         static_assert(!std::is_same_v<typename L::value_type, bool>, "attend: reduction: reduce a bool mask after cast<int> or cast<float>");
-        if constexpr (check::axis_in_range<Op, ax, S>::ok && !std::is_same_v<typename L::value_type, bool>)
+        if constexpr (check::axis_in_range<Op, Axis, S>::ok && !std::is_same_v<typename L::value_type, bool>)
             return reduce_node<Op, ax, L>{{}, operand(std::forward<A>(a))};
         else
             return invalid_expr{};
@@ -117,9 +117,9 @@ constexpr auto softmax(A&& a) {
         return invalid_expr{};
     } else {
         constexpr std::size_t ax = detail::axis_index<Axis, S>;
-        static_assert(check::axis_in_range<op::softmax, ax, S>::ok, "attend: softmax: Axis must be an axis of the shape");
+        static_assert(check::axis_in_range<op::softmax, Axis, S>::ok, "attend: softmax: Axis must be an axis of the shape");
         static_assert(std::is_floating_point_v<types::value_of<L>>, "attend: softmax: needs a floating-point expression");
-        if constexpr (check::axis_in_range<op::softmax, ax, S>::ok && std::is_floating_point_v<types::value_of<L>>)
+        if constexpr (check::axis_in_range<op::softmax, Axis, S>::ok && std::is_floating_point_v<types::value_of<L>>)
             return softmax_node<ax, L>{{}, operand(std::forward<A>(a))};
         else
             return invalid_expr{};

@@ -162,7 +162,7 @@ constexpr auto take(X&& t, Ix&& indices) {
         else return false;
     }();
     constexpr bool ok = ax < S::rank && indices_ok && !std::is_same_v<typename L::value_type, bool>;
-    static_assert(check::axis_in_range<op::take, ax, S>::ok, "attend: take: Axis must be an axis of the shape");
+    static_assert(check::axis_in_range<op::take, Axis, S>::ok, "attend: take: Axis must be an axis of the shape");
     static_assert(indices_ok, "attend: take: the indices must be a tensor (or a view of one) of integers");
     static_assert(!std::is_same_v<typename L::value_type, bool>, "attend: take: gathers numbers, not bool masks");
     if constexpr (any_invalid<L, LI> || !ok) return invalid_expr{};
