@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
@@ -129,6 +130,17 @@ namespace attend::check {
     std::fprintf(stderr, "attend: %s: %s\n", operation, what);
     std::fflush(stderr);
     std::abort();
+}
+
+// Stops the program when p is not aligned to T: a view (`what`) of memory at such an address would
+// read it through misaligned T* (undefined, and a crash where a vector loop relies on it).
+template <class T>
+inline void element_aligned(const void* p, const char* what) noexcept {
+    if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0) return;
+    char message[160];
+    std::snprintf(message, sizeof message, "the address %p is not a multiple of %zu, the alignment of its element type", p,
+                  alignof(T));
+    stop(what, message);
 }
 
 }  // namespace attend::check

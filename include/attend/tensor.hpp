@@ -7,8 +7,6 @@
 
 #include <array>
 #include <cstddef>
-#include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <type_traits>
@@ -100,20 +98,6 @@ private:
     alignas(64) T data_[size];
 };
 
-namespace detail {
-// Stops the program when p is not aligned to T (the view `what` of memory at such an address
-// would read it through misaligned T*: undefined, and a crash where a vector loop assumes it).
-template <class T>
-inline void check_element_aligned(const void* p, const char* what) noexcept {
-    const auto address = reinterpret_cast<std::uintptr_t>(p);
-    if (address % alignof(T) == 0) return;
-    char message[160];
-    std::snprintf(message, sizeof message, "the address %p is not a multiple of %zu, the alignment of its element type", p,
-                  alignof(T));
-    check::stop(what, message);
-}
-}  // namespace detail
-
 // A view of row-major memory the user owns (weights in flash, a mapped file, a slice of a
 // bigger buffer), at any alignment of its element type (SIMD alignment is never needed).
 // Assigning to it writes the elements; it never rebinds.
@@ -131,7 +115,7 @@ public:
     // p must be aligned to the element type, as any T* (no more: SIMD alignment is never
     // needed); a pointer that is not stops the program (a misaligned read is undefined).
     constexpr explicit tensor_ref(T* p) noexcept : p_(p) {
-        if (!std::is_constant_evaluated()) detail::check_element_aligned<value_type>(p, "tensor_ref");
+        if (!std::is_constant_evaluated()) check::element_aligned<value_type>(p, "tensor_ref");
     }
     template <class U>
         requires std::is_convertible_v<U*, T*>
