@@ -8,6 +8,7 @@
 // (16-bit ones through simd_half.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -81,21 +82,19 @@ inline B lane_index(std::size_t start) noexcept {
     }
 }
 
-// A floating value as integer type T: toward zero, saturating at T's range, NaN to 0 (as Rust's
-// `as` and WebAssembly's saturating truncation; C++ leaves an out-of-range conversion undefined,
-// and NumPy's result depends on the platform). Other conversions as static_cast (integers wrap).
+// A floating value F stored as integer type T (a store of a tree whose values are integers held
+// in floating lanes: what a cast gave, trunc_saturated, or integer arithmetic): its integer
+// value (toward zero, NaN 0, within int64 or uint64), wrapped into T as NumPy's astype between
+// integers does. Defined for every input, where a C++ conversion out of range is not. Other
+// conversions as static_cast.
 template <class T, class F>
 inline T to_element(F x) noexcept {
     if constexpr (std::is_floating_point_v<F> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        constexpr F lim = [] {  // 2^digits: T's maximum + 1, exact in F
-            F p = 1;
-            for (int e = 0; e < std::numeric_limits<T>::digits; ++e) p *= 2;
-            return p;
-        }();
-        if (x != x) return T(0);
-        if (x >= lim) return std::numeric_limits<T>::max();
-        if (std::is_signed_v<T> ? x <= -lim : x <= F(-1)) return std::numeric_limits<T>::min();
-        return static_cast<T>(x);
+        constexpr F two63 = F(std::uint64_t{1} << 63);
+        if (!(x > -two63)) return x != x ? T(0) : static_cast<T>(std::numeric_limits<std::int64_t>::min());
+        if (x < two63) return static_cast<T>(static_cast<std::int64_t>(x));
+        if (x < 2 * two63) return static_cast<T>(static_cast<std::uint64_t>(x));
+        return static_cast<T>(std::numeric_limits<std::uint64_t>::max());
     } else {
         return static_cast<T>(x);
     }
@@ -252,15 +251,26 @@ ATTEND_SIMD_UNARY(abs, xsimd::abs, std::abs)
 ATTEND_SIMD_UNARY(trunc, xsimd::trunc, std::trunc)
 #undef ATTEND_SIMD_UNARY
 
-// The value to_element<T> gives, in the lanes of B (floating): toward zero, clamped to T's range
-// (its ends as B's type rounds them), NaN to 0.
+// The largest value of floating F not above integer T's maximum (2^31 - 128 for int32 in float).
+template <class T, class F>
+inline constexpr F lanes_max = [] {
+    constexpr int d = std::numeric_limits<T>::digits, m = std::numeric_limits<F>::digits;
+    F p = 1, q = 1;  // 2^d, 2^(d - m)
+    for (int e = 0; e < d; ++e) p *= 2;
+    for (int e = 0; e < d - m; ++e) q *= 2;
+    return d <= m ? F(std::numeric_limits<T>::max()) : p - q;
+}();
+// A cast of floating lanes to integer type T: toward zero, saturating at T's range as the lanes
+// hold it ([min, lanes_max]), NaN to 0, never -0 — the same in every lane and the scalar tail.
 template <class T, class B>
 inline B trunc_saturated(const B& x) noexcept {
     using F = value_t<B>;
+    constexpr F lo = F(std::numeric_limits<T>::min()), hi = lanes_max<T, F>;
     if constexpr (!is_batch<B>) {
-        return static_cast<F>(to_element<T>(x));
+        if (x != x) return F(0);
+        return std::min(std::max(std::trunc(x), lo), hi) + F(0);
     } else {
-        const B t = xsimd::min(xsimd::max(trunc(x), B(F(std::numeric_limits<T>::min()))), B(F(std::numeric_limits<T>::max())));
+        const B t = xsimd::min(xsimd::max(trunc(x), B(lo)), B(hi)) + B(F(0));
         return xsimd::select(is_nan(x), B(F(0)), t);
     }
 }

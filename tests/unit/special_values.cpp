@@ -79,16 +79,18 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(transcendentals_at_range_edges, T, float_types) {
     check("tanh", exp_args, [](const auto& x) { return attend::tanh(x); }, [](T a) { return std::tanh(a); });
 }
 
-// A floating value cast or stored to an integer type truncates toward zero and saturates at the
-// type's range, NaN giving 0, whatever the path: a cast into a float destination (the tree's
-// lanes), of a leaf or of a float tree into an integer destination, in whole vectors and the
-// scalar tail (a C++ conversion of such values is undefined; UBSan checks the sanitizers' build).
+// A floating value cast to an integer type truncates toward zero and saturates at the type's
+// range as the tree's lanes hold it (the largest float not above INT32_MAX is 2^31 - 128), NaN
+// giving 0 and never -0, whatever the path: into a float destination (the tree's lanes), of a
+// leaf or of a float tree into an integer destination, in whole vectors and the scalar tail (a
+// C++ conversion of such values is undefined; UBSan checks the sanitizers' build).
 namespace {
-template <class T>
-double saturated(double x) {  // the reference, in double
+template <class T, class F>
+double saturated(double x) {  // the reference, in double (long double for the end)
     if (std::isnan(x)) return 0;
-    const double t = std::trunc(x);
-    return std::min(std::max(t, double(std::numeric_limits<T>::min())), double(std::numeric_limits<T>::max()));
+    F hi = F(std::numeric_limits<T>::max());
+    if (static_cast<long double>(hi) > static_cast<long double>(std::numeric_limits<T>::max())) hi = std::nextafter(hi, F(0));
+    return std::min(std::max(std::trunc(x), double(std::numeric_limits<T>::min())), double(hi));
 }
 template <class T, class F>
 void check_saturating_casts() {
@@ -98,13 +100,14 @@ void check_saturating_casts() {
     attend::tensor<F, N> x;
     for (std::size_t k = 0; k < N; ++k) x.data()[k] = F(k % 7) - F(3);
     for (std::size_t k = 0; k < n; ++k) x.data()[k] = special[k], x.data()[N - 1 - k] = special[k];
-    const attend::tensor<F, N> in_lanes = attend::cast<T>(x);   // the tree's lanes: T's value as F rounds it
-    const attend::tensor<T, N> stored = attend::cast<T>(x);     // an integer destination
+    const attend::tensor<F, N> in_lanes = attend::cast<T>(x);        // the tree's lanes
+    const attend::tensor<T, N> stored = attend::cast<T>(x);          // an integer destination
     const attend::tensor<T, N> scaled = attend::cast<T>(x * F(1));  // a float tree, cast into integers
     for (std::size_t k = 0; k < N; ++k) {
-        const double v = double(x.data()[k]), want = saturated<T>(v);
+        const double v = double(x.data()[k]), want = saturated<T, F>(v);
         BOOST_TEST_CONTEXT("cast of " << v << " at " << k) {
-            BOOST_TEST(double(in_lanes.data()[k]) == double(F(want)));
+            BOOST_TEST(double(in_lanes.data()[k]) == want);
+            BOOST_TEST((!std::signbit(in_lanes.data()[k]) || want < 0));  // no -0 from -0.5
             BOOST_TEST(double(stored.data()[k]) == want);
             BOOST_TEST(double(scaled.data()[k]) == want);
         }
@@ -120,6 +123,40 @@ BOOST_AUTO_TEST_CASE(float_to_integer_casts_saturate) {
     check_saturating_casts<std::int32_t, double>();
     check_saturating_casts<std::uint32_t, double>();
     check_saturating_casts<std::int64_t, double>();
+}
+
+// An integer value held in floating lanes and stored to another integer type wraps as NumPy's
+// astype between integers (a cast to one integer type, then the destination's): int16 300 into
+// int8 is 44, int8 -1 into uint8 255, uint64 2^64 - 2048 into int64 -2048; so does a float tree's
+// integer sum (nineteen int8 100s: 1900 wraps to 108, along either axis); a double truncates in
+// double before float lanes hold it (2.9999999999999996 is 2).
+BOOST_AUTO_TEST_CASE(integer_values_in_float_lanes_wrap_into_other_integer_types) {
+    attend::tensor<float, 19> f;
+    for (std::size_t k = 0; k < 19; ++k) f.data()[k] = k % 2 ? 300.0f : -1.0f;
+    const attend::tensor<std::int8_t, 19> a = attend::cast<std::int16_t>(f);
+    const attend::tensor<std::uint8_t, 19> b = attend::cast<std::int8_t>(f);
+    const attend::tensor<std::uint32_t, 19> c = attend::cast<std::int32_t>(f);
+    for (std::size_t k = 0; k < 19; ++k) {
+        BOOST_TEST(int(a.data()[k]) == (k % 2 ? 44 : -1));
+        BOOST_TEST(int(b.data()[k]) == (k % 2 ? 127 : 255));
+        BOOST_TEST(c.data()[k] == (k % 2 ? 300u : 4294967295u));
+    }
+    attend::tensor<double, 19> d;
+    for (std::size_t k = 0; k < 19; ++k) d.data()[k] = k % 2 ? 18446744073709549568.0 : 2.9999999999999996;
+    const attend::tensor<std::int64_t, 19> e = attend::cast<std::uint64_t>(d);
+    const attend::tensor<float, 19> g = attend::cast<std::int32_t>(d);
+    for (std::size_t k = 0; k < 19; ++k) {
+        BOOST_TEST(e.data()[k] == (k % 2 ? std::int64_t{-2048} : std::int64_t{2}));
+        if (k % 2 == 0) BOOST_TEST(g.data()[k] == 2.0f);
+    }
+    attend::tensor<float, 19, 19> h;
+    for (std::size_t k = 0; k < h.size; ++k) h.data()[k] = 100.0f;
+    const attend::tensor<std::int8_t, 19, 1> rows = attend::sum<1>(attend::cast<std::int8_t>(h));
+    const attend::tensor<std::int8_t, 1, 19> cols = attend::sum<0>(attend::cast<std::int8_t>(h));
+    for (std::size_t k = 0; k < 19; ++k) {
+        BOOST_TEST(int(rows.data()[k]) == 108);
+        BOOST_TEST(int(cols.data()[k]) == 108);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -357,7 +357,7 @@ inline void finish_tile(T* out, const nd_pos<S::rank>& p, const F* tile, std::si
         if constexpr (std::is_same_v<Epi, void>) {
             std::size_t c = 0;
             for (; c + W <= ncols; c += W) simd::store(o + c, simd::load<B>(t + c));
-            for (; c < ncols; ++c) o[c] = static_cast<T>(t[c]);
+            for (; c < ncols; ++c) o[c] = simd::to_element<T>(t[c]);
         } else {
             nd_pos<R> q = p;
             q.idx[R - 2] += r;

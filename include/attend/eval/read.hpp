@@ -349,7 +349,7 @@ inline auto convert(const V& v) noexcept {
         else return simd::select<B>(v, simd::splat<B>(1), simd::splat<B>(0));
     } else if constexpr (std::is_same_v<U, bool>) {
         return simd::not_equal(v, simd::splat<B>(0));
-    } else if constexpr (std::is_integral_v<U>) {  // toward zero, saturating (simd::to_element)
+    } else if constexpr (std::is_integral_v<U>) {  // toward zero, saturating (simd::trunc_saturated)
         return simd::trunc_saturated<U>(v);
     } else if constexpr (is_half<U> && std::is_same_v<simd::value_t<B>, float>) {  // round to bf16 / f16
         return simd::round_to<U>(v);
@@ -368,6 +368,8 @@ inline auto convert(const V& v) noexcept {
 template <class U, class F, class FA>
 inline F cast_source(FA x) noexcept {
     if constexpr (is_half<U> && std::is_same_v<F, float> && std::is_same_v<FA, double>) return half_bits::to_odd_float(x);
+    else if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool> && std::is_floating_point_v<FA>)
+        return static_cast<F>(simd::trunc_saturated<U>(x));  // truncated in the operand's precision
     else return static_cast<F>(convert<F, FA>(x));
 }
 

@@ -179,7 +179,7 @@ void evaluate_node(T* out, const reduce_node<Op, Axis, A>& node) {
         if constexpr (Axis == R - 1) {
             for_each_row<S, Axis>([&](nd_pos<R> p, std::size_t base) {
                 if constexpr (std::is_same_v<Op, op::argmax>) out[base] = static_cast<T>(argmax_row<B, n>(arg, p));
-                else out[base] = static_cast<T>(reduce_row<Op, B, n>(arg, p));
+                else out[base] = simd::to_element<T>(reduce_row<Op, B, n>(arg, p));
             });
         } else {
             constexpr std::size_t inner = S::extents[R - 1], NV = inner / W * W;

@@ -20,8 +20,7 @@ namespace attend {
 
 // Memory read in place through a layout (row-major unless a view permuted its strides).
 template <class T, class S, auto Strides = shapes::strides(S::extents)>
-struct memory_leaf : read_only<leaf_node> {
-    using read_only<leaf_node>::operator=;  // (an error: views read only)
+struct memory_leaf : leaf_node {
     using kind = kind::memory;
     using value_type = T;
     using shape_type = S;
@@ -36,8 +35,7 @@ struct memory_leaf : read_only<leaf_node> {
 
 // A tensor moved into the tree (possibly seen through a view): it aliases nothing.
 template <class Tensor, class S = typename Tensor::shape_type, auto Strides = shapes::strides(S::extents)>
-struct owning_leaf : read_only<leaf_node> {
-    using read_only<leaf_node>::operator=;  // (an error: views read only)
+struct owning_leaf : leaf_node {
     using kind = kind::memory;
     using value_type = typename Tensor::value_type;
     using shape_type = S;
@@ -82,6 +80,8 @@ constexpr auto operand(X&& x) {
         return memory_leaf<typename D::value_type, typename D::shape_type, D::layout::strides>{{}, x.data()};
     } else if constexpr (scalar<D>) {
         return scalar_leaf<D>{{}, x};
+    } else if constexpr (is_view_result<D>) {
+        return typename D::node_type(std::forward<X>(x));
     } else {
         return D(std::forward<X>(x));
     }

@@ -61,21 +61,28 @@ template <class X>
 inline constexpr bool assignable_view = false;
 }  // namespace detail
 
-// The base of what transpose, permute and reshape return (memory_leaf, owning_leaf, view_node):
-// those views read only, and assigning to one would rebind it, not write its elements, so every
-// assignment is an error that says so (the node brings the template in with a using-declaration;
-// its implicit copy assignment is deleted, through this one, for a const view on the right).
-template <class Base>
-struct read_only : Base {
-    read_only() = default;
-    read_only(const read_only&) = default;
-    read_only& operator=(const read_only&) = delete;  // attend: transpose, permute and reshape views are read-only
+// What transpose, permute and reshape hand back: the view's node (a leaf with new strides, or a
+// view_node) in a wrapper that operand() unwraps, so trees hold the node itself. The views read
+// only: assigning to one would rebind it, not write its elements, so assignment is an error that
+// says so (the template for any right side; the deleted copy assignment, whose line says it too,
+// for a const view). Expressions built from views stay values that can be reassigned.
+template <class Node>
+struct view_result : Node {
+    using node_type = Node;
+    view_result() = default;
+    view_result(const view_result&) = default;
+    constexpr explicit view_result(Node n) : Node(std::move(n)) {}
+    view_result& operator=(const view_result&) = delete;  // attend: transpose, permute and reshape views are read-only
     template <class X>
     void operator=(X&&) {
         static_assert(detail::assignable_view<X>,
                       "attend: transpose, permute and reshape views are read-only: assign to a tensor, a tensor_ref or a slice");
     }
 };
+template <class X>
+inline constexpr bool is_view_result = false;
+template <class Node>
+inline constexpr bool is_view_result<view_result<Node>> = true;
 
 // What an operation that failed its shape or type check returns: an expression that every later
 // operation and assignment accepts silently, so that the check's static_assert is the only error.

@@ -48,8 +48,7 @@ struct reshaping {
 };
 
 template <class View, class A>
-struct view_node : read_only<expr_base> {
-    using read_only<expr_base>::operator=;  // (an error: views read only)
+struct view_node : expr_base {
     using kind = kind::view;
     using view = View;
     using value_type = typename A::value_type;
@@ -104,7 +103,7 @@ constexpr auto permute(A&& a) {
         static_assert(check::permutation<op::permute, S, check::axes<I...>>::ok,
                       "attend: permute: the axes must list every axis of the shape exactly once");
         if constexpr (check::permutation<op::permute, S, check::axes<I...>>::ok)
-            return detail::view_of<permutation<I...>>(operand(std::forward<A>(a)));
+            return view_result(detail::view_of<permutation<I...>>(operand(std::forward<A>(a))));
         else
             return invalid_expr{};
     }
@@ -120,8 +119,8 @@ constexpr auto transpose(A&& a) {
     } else {
         static_assert(check::rank_at_least<op::transpose, 2, S>::ok, "attend: transpose: needs at least two axes");
         if constexpr (S::rank >= 2)
-            return detail::view_of<typename detail::swap_last<std::make_index_sequence<S::rank - 2>, S::rank>::type>(
-                operand(std::forward<A>(a)));
+            return view_result(detail::view_of<typename detail::swap_last<std::make_index_sequence<S::rank - 2>, S::rank>::type>(
+                operand(std::forward<A>(a))));
         else
             return invalid_expr{};
     }
@@ -139,7 +138,7 @@ constexpr auto reshape(A&& a) {
         static_assert(check::same_size<op::reshape, S, shape<D...>>::ok,
                       "attend: reshape: the new shape must have the same number of elements");
         if constexpr (check::extents_positive<D...>::ok && check::same_size<op::reshape, S, shape<D...>>::ok)
-            return detail::view_of<reshaping<D...>>(operand(std::forward<A>(a)));
+            return view_result(detail::view_of<reshaping<D...>>(operand(std::forward<A>(a))));
         else
             return invalid_expr{};
     }
