@@ -315,6 +315,21 @@ BOOST_AUTO_TEST_CASE(integer_trees_are_exact) {
     const attend::tensor<std::int32_t, 2> wrapped_abs = attend::abs(i8 + i8), own = attend::abs(i8);
     BOOST_TEST(wrapped_abs(0) == 56);
     BOOST_TEST(own(1) == -128);
+    // and so into a floating destination (a review found int8 100 + 100 stored as 200 there): a
+    // tree that may wrap runs in its own integers, one that cannot in the lanes; sums alike
+    const attend::tensor<float, 2> f_i8 = i8 + i8, f_max = attend::maximum(i8, i8);
+    BOOST_TEST(f_i8(0) == -56.f);
+    BOOST_TEST(f_i8(1) == 0.f);
+    BOOST_TEST((f_max(0) == 100.f && f_max(1) == -128.f));
+    const attend::tensor<double, 3> d_inc = i32 + 1, d_sq = i32 * i32;
+    BOOST_TEST(d_inc(0) == double(std::numeric_limits<std::int32_t>::min()));
+    BOOST_TEST(d_inc(2) == 100001.0);
+    BOOST_TEST(d_sq(2) == 1410065408.0);
+    const attend::tensor<float, 2> f_u8 = u8 + u8;
+    BOOST_TEST((f_u8(0) == 144.f && f_u8(1) == 0.f));
+    BOOST_TEST(attend::eval(attend::sum(i8 + i8))(0) == -56);
+    const attend::tensor<float, 1> f_sum = attend::sum(i8 + i8);
+    BOOST_TEST(f_sum(0) == -56.f);
     // signed values beside uint64 ones: compared and maximised as numbers (a review found every
     // lane taken as uint64), take's indices of any type
     attend::tensor<i64, 2> s{-1, 3};

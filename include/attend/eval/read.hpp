@@ -71,9 +71,10 @@ using floating_or_double = std::conditional_t<std::is_floating_point_v<types::re
 
 // ---- trees of integers -----------------------------------------------------------------------
 // A tree whose every node is integer- or bool-valued runs in double lanes, exact for integers up
-// to 2^53, unless its result goes to an integer destination or it reads a 64-bit integer: then it
-// runs lane by lane in 64-bit integers (tree_compute_t), each node's result wrapped to its own
-// type as NumPy's is, so that a copy, a take, a where or a maximum of int64 values keeps every bit.
+// to 2^53, unless its result goes to an integer destination, it reads a 64-bit integer, or a node
+// may wrap: then it runs lane by lane in 64-bit integers (tree_compute_t), each node's result
+// wrapped to its own type as NumPy's is, so that a copy, a take, a where or a maximum of int64
+// values keeps every bit.
 template <class E>
 constexpr bool integer_valued() {
     if constexpr (!std::is_integral_v<typename E::value_type>) return false;  // (bool is integral)
@@ -100,9 +101,66 @@ constexpr unsigned integer_reads() {
         return 0;
     }
 }
+// Where an integer tree's values lie, from its leaves' types and index extents: [lo, hi] over
+// every node, `ok` while each node provably stays in its own type's range (never wraps) and
+// strictly within +-limit. A tree that is ok for limit 2^digits(F) computes exactly in F lanes
+// (the ends are computed in double: exact below 2^53, and an end past the limit rounds to one
+// at least the limit, hence strictly).
+struct integer_range {
+    double lo, hi;
+    bool ok;
+};
+template <class E>
+constexpr integer_range value_range(double limit) {
+    using V = typename E::value_type;
+    constexpr integer_range unknown{0, 0, false};
+    auto fits = [&](integer_range r) {
+        const double vlo = std::is_same_v<V, bool> ? 0 : double(std::numeric_limits<V>::min());
+        const double vhi = std::is_same_v<V, bool> ? 1 : double(std::numeric_limits<V>::max());
+        r.ok = r.ok && r.lo >= vlo && r.hi <= vhi && r.lo > -limit && r.hi < limit;
+        return r;
+    };
+    if constexpr (!std::is_integral_v<V>) {
+        return unknown;
+    } else if constexpr (is_kind<E, kind::iota>) {
+        return fits({0, double(E::shape_type::extents[E::axis] - 1), true});
+    } else if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::scalar>) {
+        if constexpr (std::is_same_v<V, bool>) return fits({0, 1, true});
+        else return fits({double(std::numeric_limits<V>::min()), double(std::numeric_limits<V>::max()), true});
+    } else if constexpr (is_kind<E, kind::map>) {
+        using Op = typename E::rule_op;
+        return []<class... C>(double lim, auto fit, type_list<C...>) {
+            const integer_range a[] = {value_range<C>(lim)...};
+            for (const integer_range& r : a)
+                if (!r.ok) return integer_range{0, 0, false};
+            const integer_range x = a[0], y = a[sizeof...(C) - 1];
+            if constexpr (std::is_same_v<Op, op::add>) return fit({x.lo + y.lo, x.hi + y.hi, true});
+            else if constexpr (std::is_same_v<Op, op::sub>) return fit({x.lo - y.hi, x.hi - y.lo, true});
+            else if constexpr (std::is_same_v<Op, op::mul>) {
+                const double c[] = {x.lo * y.lo, x.lo * y.hi, x.hi * y.lo, x.hi * y.hi};
+                return fit({*std::min_element(c, c + 4), *std::max_element(c, c + 4), true});
+            } else if constexpr (std::is_same_v<Op, op::maximum>) return fit({std::max(x.lo, y.lo), std::max(x.hi, y.hi), true});
+            else if constexpr (std::is_same_v<Op, op::minimum>) return fit({std::min(x.lo, y.lo), std::min(x.hi, y.hi), true});
+            else if constexpr (std::is_same_v<Op, op::neg>) return fit({-x.hi, -x.lo, true});
+            else if constexpr (std::is_same_v<Op, op::abs>)
+                return fit({x.lo >= 0 ? x.lo : x.hi <= 0 ? -x.hi : 0, std::max(-x.lo, x.hi), true});
+            else if constexpr (std::is_same_v<Op, op::where>) return fit({std::min(a[1].lo, a[2].lo), std::max(a[1].hi, a[2].hi), true});
+            else if constexpr (std::is_same_v<typename Op::rule, op::compare_rule> || std::is_same_v<typename Op::rule, op::logic_rule>)
+                return fit({0, 1, true});
+            else return integer_range{0, 0, false};
+        }(limit, fits, child_types<E>{});
+    } else {
+        return unknown;
+    }
+}
+
+// (A tree that provably never wraps, each node within its own type and below 2^53, is exact in
+// double lanes; one that may wrap runs in 64-bit integers whatever the destination, so that
+// `tensor<float> r = i8 + i8` gives NumPy's -56 for 100 + 100, not 200.)
 template <class E, class T>
 inline constexpr bool exact_integers =
-    integer_valued<E>() && ((std::is_integral_v<T> && !std::is_same_v<T, bool>) || (integer_reads<E>() & reads_wide) != 0);
+    integer_valued<E>() && ((std::is_integral_v<T> && !std::is_same_v<T, bool>) || (integer_reads<E>() & reads_wide) != 0 ||
+                            !value_range<E>(double(std::uint64_t{1} << 53)).ok);
 // The type a tree with result type T computes in (uint64 for a tree of unsigned integers with a
 // 64-bit one, else int64: signed values mixed with uint64 ones compare and take maxima as
 // NumPy's do below 2^63), and its bundle of lanes on Arch.
@@ -380,59 +438,6 @@ constexpr bool exact_in() {
     if constexpr (is_kind<A, kind::iota>) return A::shape_type::size <= (std::uint64_t{1} << std::numeric_limits<F>::digits);
     else return std::numeric_limits<V>::digits <= std::numeric_limits<F>::digits;
 }
-// Where an integer tree's values lie, from its leaves' types and index extents: [lo, hi] over
-// every node, `ok` while each node provably stays in its own type's range (never wraps) and
-// strictly within +-limit. A tree that is ok for limit 2^digits(F) computes exactly in F lanes
-// (the ends are computed in double: exact below 2^53, and an end past the limit rounds to one
-// at least the limit, hence strictly).
-struct integer_range {
-    double lo, hi;
-    bool ok;
-};
-template <class E>
-constexpr integer_range value_range(double limit) {
-    using V = typename E::value_type;
-    constexpr integer_range unknown{0, 0, false};
-    auto fits = [&](integer_range r) {
-        const double vlo = std::is_same_v<V, bool> ? 0 : double(std::numeric_limits<V>::min());
-        const double vhi = std::is_same_v<V, bool> ? 1 : double(std::numeric_limits<V>::max());
-        r.ok = r.ok && r.lo >= vlo && r.hi <= vhi && r.lo > -limit && r.hi < limit;
-        return r;
-    };
-    if constexpr (!std::is_integral_v<V>) {
-        return unknown;
-    } else if constexpr (is_kind<E, kind::iota>) {
-        return fits({0, double(E::shape_type::extents[E::axis] - 1), true});
-    } else if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::scalar>) {
-        if constexpr (std::is_same_v<V, bool>) return fits({0, 1, true});
-        else return fits({double(std::numeric_limits<V>::min()), double(std::numeric_limits<V>::max()), true});
-    } else if constexpr (is_kind<E, kind::map>) {
-        using Op = typename E::rule_op;
-        return []<class... C>(double lim, auto fit, type_list<C...>) {
-            const integer_range a[] = {value_range<C>(lim)...};
-            for (const integer_range& r : a)
-                if (!r.ok) return integer_range{0, 0, false};
-            const integer_range x = a[0], y = a[sizeof...(C) - 1];
-            if constexpr (std::is_same_v<Op, op::add>) return fit({x.lo + y.lo, x.hi + y.hi, true});
-            else if constexpr (std::is_same_v<Op, op::sub>) return fit({x.lo - y.hi, x.hi - y.lo, true});
-            else if constexpr (std::is_same_v<Op, op::mul>) {
-                const double c[] = {x.lo * y.lo, x.lo * y.hi, x.hi * y.lo, x.hi * y.hi};
-                return fit({*std::min_element(c, c + 4), *std::max_element(c, c + 4), true});
-            } else if constexpr (std::is_same_v<Op, op::maximum>) return fit({std::max(x.lo, y.lo), std::max(x.hi, y.hi), true});
-            else if constexpr (std::is_same_v<Op, op::minimum>) return fit({std::min(x.lo, y.lo), std::min(x.hi, y.hi), true});
-            else if constexpr (std::is_same_v<Op, op::neg>) return fit({-x.hi, -x.lo, true});
-            else if constexpr (std::is_same_v<Op, op::abs>)
-                return fit({x.lo >= 0 ? x.lo : x.hi <= 0 ? -x.hi : 0, std::max(-x.lo, x.hi), true});
-            else if constexpr (std::is_same_v<Op, op::where>) return fit({std::min(a[1].lo, a[2].lo), std::max(a[1].hi, a[2].hi), true});
-            else if constexpr (std::is_same_v<typename Op::rule, op::compare_rule> || std::is_same_v<typename Op::rule, op::logic_rule>)
-                return fit({0, 1, true});
-            else return integer_range{0, 0, false};
-        }(limit, fits, child_types<E>{});
-    } else {
-        return unknown;
-    }
-}
-
 // Whether the cast to U of integer-valued operand A, in a tree computing in F, takes A's values
 // exactly (A in its own integer arithmetic, each value converted to U once, as NumPy's astype):
 // all but a leaf that F lanes hold exactly (or whose one rounding into F is U's own), and a tree
