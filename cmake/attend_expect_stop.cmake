@@ -1,6 +1,11 @@
 # Runs a program that must stop (cmake -P): PROGRAM, ARG, EXPECT (a regular expression its stderr
-# must match). The program must not end normally: a precondition failure ends in abort().
-execute_process(COMMAND ${PROGRAM} ${ARG} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# must match), optionally OUTPUT (a file for its stdout, such as /dev/full). The program must not
+# end normally: a precondition failure ends in abort().
+if(DEFINED OUTPUT)
+  execute_process(COMMAND ${PROGRAM} ${ARG} RESULT_VARIABLE rc OUTPUT_FILE ${OUTPUT} ERROR_VARIABLE err)
+else()
+  execute_process(COMMAND ${PROGRAM} ${ARG} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+endif()
 if(rc EQUAL 0)
   message(FATAL_ERROR "${PROGRAM} ${ARG} ended normally; it must stop\n${out}${err}")
 endif()

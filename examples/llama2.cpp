@@ -57,26 +57,35 @@ struct options {
     std::exit(EXIT_FAILURE);
 }
 
-// A flag's whole value as a finite number that T holds, else a message and the usage (run.c's
-// atoi and strtof take "abc" as 0 silently, and 3000000000 or 1e39 out of range).
+[[noreturn]] void refuse(char flag, const char* v, const char* what) {
+    std::fprintf(stderr, "llama2: -%c takes %s, not \"%s\"\n", flag, what, v);
+    usage();
+}
+
+// A flag's whole value as a number T holds (a float may be inf, as run.c's strtof reads it), else
+// a message and the usage (run.c's atoi and strtof take "abc" as 0 silently, and 3000000000 or
+// 1e39 out of range).
 template <class T>
 T number(char flag, const char* v) {
     char* end = nullptr;
     errno = 0;
-    const double x = std::is_integral_v<T> ? double(std::strtoll(v, &end, 10)) : std::strtod(v, &end);
-    if (end == v || *end != '\0' || errno == ERANGE || !std::isfinite(x)) {
-        std::fprintf(stderr, "llama2: -%c takes a finite number, not \"%s\"\n", flag, v);
-        usage();
+    if constexpr (std::is_integral_v<T>) {
+        const long long x = std::strtoll(v, &end, 10);
+        if (end == v || *end != '\0') refuse(flag, v, "an integer");
+        if (errno == ERANGE || x < std::numeric_limits<T>::lowest() || x > std::numeric_limits<T>::max())
+            refuse(flag, v, "an integer within int's range");
+        return static_cast<T>(x);
+    } else {
+        const double x = std::strtod(v, &end);  // (an underflow to 0 or a subnormal is that value)
+        if (end == v || *end != '\0' || std::isnan(x)) refuse(flag, v, "a number");
+        if ((errno == ERANGE && std::isinf(x)) || (std::isfinite(x) && std::abs(x) > double(std::numeric_limits<T>::max())))
+            refuse(flag, v, "a number within float's range (or inf)");
+        return static_cast<T>(x);
     }
-    if (x < double(std::numeric_limits<T>::lowest()) || x > double(std::numeric_limits<T>::max())) {
-        std::fprintf(stderr, "llama2: -%c takes a number within %s's range, not \"%s\"\n", flag, std::is_integral_v<T> ? "int" : "float", v);
-        usage();
-    }
-    return static_cast<T>(x);
 }
 
-// run.c's parsing: flag-value pairs after the checkpoint, each flag a dash and one letter; numbers
-// out of range are clamped as run.c does.
+// run.c's parsing: flag-value pairs after the checkpoint, each flag a dash and one letter; a
+// negative temperature or step count and a top-p outside [0, 1] are clamped as run.c clamps them.
 options parse(int argc, char** argv) {
     options o;
     if (argc < 2) usage();
@@ -176,6 +185,7 @@ void generate(Model& m, const llama2::tokenizer& tok, llama2::sampler& sampler, 
     }
     std::printf("\n");
     if (pos > 1) std::fprintf(stderr, "achieved tok/s: %f\n", (pos - 1) / static_cast<double>(now_ms() - start) * 1000.0);
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) fail(std::string("cannot write the text: ") + std::strerror(errno));
 }
 
 template <class C, class T>

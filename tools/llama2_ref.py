@@ -359,6 +359,7 @@ def make(out):
         "bad_header.bin": good[:12],
         "bad_negative.bin": struct.pack("<7i", -288, 768, 6, 6, 6, 32000, 256),
         "bad_config.bin": struct.pack("<7i", *small) + bytes(4 * small_floats),
+        "bad_nan.bin": good[: 28 + 400] + struct.pack("<f", float("nan")) + good[28 + 404 :],  # token_embedding[100]
         "bad_tokenizer_truncated.bin": tok[: 4 + 8 + 5 + 8 + 3],  # inside the second piece ("\n<s>\n")
         "bad_tokenizer_length.bin": tok[:8] + struct.pack("<i", 2000000000) + tok[12:],
     }

@@ -64,15 +64,16 @@ struct classifier {
 };
 
 // Reads float weights from a checkpoint's bytes into `w`, rounding each to T when T is 16-bit
-// (through a float copy that lives only while it loads); "" or what is wrong.
+// (through a float copy that lives only while it loads); "" or what is wrong (a NaN or infinite
+// weight too: it would only ever generate <unk>).
 template <class Struct, class Float>
 std::string load_as(Struct& w, std::span<const std::byte> bytes) {
     if constexpr (std::is_same_v<Struct, Float>) {
-        auto r = attend::nn::load(w, bytes);
+        auto r = attend::nn::load(w, bytes, attend::nn::validation::finite);
         return r ? std::string() : r.message;
     } else {
         auto f = std::make_unique<Float>();
-        if (auto r = attend::nn::load(*f, bytes); !r) return r.message;
+        if (auto r = attend::nn::load(*f, bytes, attend::nn::validation::finite); !r) return r.message;
         boost::hana::for_each(boost::hana::keys(*f), [&](auto key) {
             auto& to = boost::hana::at_key(w, key);
             to = attend::cast<typename std::remove_cvref_t<decltype(to)>::value_type>(boost::hana::at_key(*f, key));

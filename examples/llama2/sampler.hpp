@@ -82,9 +82,13 @@ inline int sample_topp(const float* p, int n, float topp, std::vector<std::pair<
     return c[last].second;
 }
 
-// The next token from `logits` (overwritten with probabilities unless greedy).
+// The next token from `logits` (overwritten with probabilities unless greedy). A temperature so
+// small that a scaled logit overflows (1e-38) samples as the limit does: greedily (run.c's softmax
+// gave NaN there, and it picked the last token or read before its array).
 inline int sample(sampler& s, float* logits) {
     if (s.temperature == 0.0f) return argmax(logits, s.vocab);
+    for (int i = 0; i < s.vocab; ++i)
+        if (std::isfinite(logits[i]) && !std::isfinite(logits[i] / s.temperature)) return argmax(logits, s.vocab);
     for (int i = 0; i < s.vocab; ++i) logits[i] /= s.temperature;
     softmax(logits, s.vocab);
     const float coin = random_f32(s.state);

@@ -2,6 +2,8 @@
 // merge scores with byte fallback, and decoding with run.c's printing rules.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cctype>
 #include <cerrno>
@@ -21,6 +23,13 @@ struct tokenizer {
     std::vector<float> scores;
     std::unordered_map<std::string_view, int> ids;  // views into `pieces`
     int max_token_length = 0;
+    // Movable (the vector keeps its strings where they are), not copyable: a copy's views would
+    // point into the original's strings.
+    tokenizer() = default;
+    tokenizer(tokenizer&&) = default;
+    tokenizer& operator=(tokenizer&&) = default;
+    tokenizer(const tokenizer&) = delete;
+    tokenizer& operator=(const tokenizer&) = delete;
 };
 
 // Reads a tokenizer.bin of `vocab` tokens: int32 max_token_length, then per token float32 score,
@@ -28,6 +37,10 @@ struct tokenizer {
 inline std::string load_tokenizer(tokenizer& t, const char* path, int vocab) {
     std::FILE* f = std::fopen(path, "rb");
     if (f == nullptr) return std::string("cannot open tokenizer ") + path + ": " + std::strerror(errno);
+    if (struct stat st {}; ::fstat(::fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {  // (a directory opens, then fails to read)
+        std::fclose(f);
+        return std::string("tokenizer ") + path + " is not a readable regular file";
+    }
     auto fail = [&](const std::string& what) {
         std::fclose(f);
         return std::string("tokenizer ") + path + ": " + what;
