@@ -344,6 +344,30 @@ BOOST_AUTO_TEST_CASE(integer_trees_are_exact) {
     BOOST_TEST((negative(0) && negative(1)));
 }
 
+// An integer node inside a tree of floating lanes wraps to its own type there too, as NumPy's
+// does (a review found cast<int8_t>(300.f) * int8_t(2) gave 254 into a float destination and -2
+// into an int8 one): 20 elements, so vector lanes and the scalar tail both run.
+BOOST_AUTO_TEST_CASE(integer_nodes_in_floating_trees_wrap) {
+    constexpr std::size_t n = 20;
+    attend::tensor<float, n> x;
+    attend::tensor<std::int8_t, n> a;
+    for (std::size_t i = 0; i < n; ++i) x(i) = 300.f - 40.f * float(i), a(i) = static_cast<std::int8_t>(100 - 7 * int(i));
+    auto saturated = [](float v, long long lo, long long hi) { return v <= float(lo) ? lo : v >= float(hi) ? hi : static_cast<long long>(v); };
+    const attend::tensor<float, n> doubled = attend::cast<std::int8_t>(x) * std::int8_t(2), scaled = x * (a + a);
+    const attend::tensor<std::int8_t, n> doubled_i8 = attend::cast<std::int8_t>(x) * std::int8_t(2);
+    const attend::tensor<double, n> big = attend::cast<std::int32_t>(x) * 100000000, below = attend::cast<std::uint8_t>(x) - std::uint8_t(1);
+    const attend::tensor<double, n> past = attend::cast<double>(attend::cast<std::int16_t>(x * 200.f) + std::int16_t(1));
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto d = static_cast<std::int8_t>(saturated(x(i), -128, 127) * 2);
+        BOOST_TEST(doubled(i) == float(d));
+        BOOST_TEST(doubled_i8(i) == d);
+        BOOST_TEST(scaled(i) == x(i) * float(static_cast<std::int8_t>(a(i) + a(i))));
+        BOOST_TEST(big(i) == double(static_cast<std::int32_t>(saturated(x(i), INT32_MIN, INT32_MAX) * 100000000)));
+        BOOST_TEST(below(i) == double(static_cast<std::uint8_t>(saturated(x(i), 0, 255) - 1)));
+        BOOST_TEST(past(i) == double(static_cast<std::int16_t>(saturated(x(i) * 200.f, -32768, 32767) + 1)));
+    }
+}
+
 // A cast takes its integer operand's exact values (the operand's own arithmetic, wrapped as
 // NumPy's), each rounded once: 20 elements, so vector lanes and the scalar tail both run.
 BOOST_AUTO_TEST_CASE(casts_of_integer_trees_round_once) {

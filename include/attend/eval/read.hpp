@@ -127,6 +127,10 @@ constexpr integer_range value_range(double limit) {
     } else if constexpr (is_kind<E, kind::memory> || is_kind<E, kind::scalar>) {
         if constexpr (std::is_same_v<V, bool>) return fits({0, 1, true});
         else return fits({double(std::numeric_limits<V>::min()), double(std::numeric_limits<V>::max()), true});
+    } else if constexpr (is_kind<E, kind::cast>) {
+        // a cast to an integer type saturates (a floating operand) or wraps (an integer one) into it
+        if constexpr (std::is_same_v<V, bool>) return fits({0, 1, true});
+        else return fits({double(std::numeric_limits<V>::min()), double(std::numeric_limits<V>::max()), true});
     } else if constexpr (is_kind<E, kind::map>) {
         using Op = typename E::rule_op;
         return []<class... C>(double lim, auto fit, type_list<C...>) {
@@ -356,13 +360,36 @@ inline X apply(op::where, const C& c, const X& a, const X& b) noexcept {
     else return c ? a : b;
 }
 
+// Whether integer map node E, of 8 to 32 bits, may leave its own type (NumPy's int8 100 + 100
+// wraps to -56): in a tree of floating lanes such a node computes each lane in 64-bit integers,
+// wrapped per node, where the lanes would carry the unwrapped value on. 64-bit nodes stay in the
+// lanes (index arithmetic: int64 iota plus an offset of any type; float lanes are exact below
+// 2^24 whatever NumPy would wrap at 2^63).
+template <class E>
+inline constexpr bool may_wrap = wrapping<typename E::value_type> && sizeof(typename E::value_type) < 8 &&
+                                 !value_range<E>(18446744073709551616.0).ok;
+
 template <class B, class Op, class... A, class Pos>
 inline auto read(const map<Op, A...>& node, const Pos& p) noexcept {
-    const auto r = unpack(node.args, [&](const A&... a) { return apply(Op{}, read<B>(a, p)...); });
     using V = typename map<Op, A...>::value_type;
-    // (a tree of integers: each result wrapped to its node's own type, as NumPy's int8 + int8 is)
-    if constexpr (wrapping<B> && wrapping<V> && std::is_same_v<std::remove_cv_t<decltype(r)>, B>) return static_cast<B>(static_cast<V>(r));
-    else return r;
+    if constexpr (std::is_floating_point_v<simd::value_t<B>> && may_wrap<map<Op, A...>>) {
+        using F = simd::value_t<B>;
+        using I = std::conditional_t<(integer_reads<map<Op, A...>>() & (reads_wide_unsigned | reads_signed)) == reads_wide_unsigned,
+                                     std::uint64_t, std::int64_t>;
+        const auto value = [&](const auto& q) { return static_cast<F>(static_cast<V>(read<I>(node, q))); };
+        if constexpr (!simd::is_batch<B>) {
+            return B(value(p));
+        } else {
+            alignas(64) F tmp[simd::lanes<B>];
+            for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = value(p.advanced(l));
+            return B::load_aligned(tmp);
+        }
+    } else {
+        const auto r = unpack(node.args, [&](const A&... a) { return apply(Op{}, read<B>(a, p)...); });
+        // (a tree of integers: each result wrapped to its node's own type, as NumPy's int8 + int8 is)
+        if constexpr (wrapping<B> && wrapping<V> && std::is_same_v<std::remove_cv_t<decltype(r)>, B>) return static_cast<B>(static_cast<V>(r));
+        else return r;
+    }
 }
 
 // ---- take: the operand read at the gathered position ------------------------------------------
