@@ -45,10 +45,35 @@
 #else
 #define ATTEND_ARCH_FMA
 #endif
-#define ATTEND_ARCH_PASTE(a, b, c, d) a##b##c##d
-#define ATTEND_ARCH_NAME(a, b, c, d) ATTEND_ARCH_PASTE(a, b, c, d)
-// e.g. arch_avx512_bf16_f16c_fma (-march=native on Zen 4), arch_avx2_f16c_fma (x86-64-v3), arch_sse2
-#define ATTEND_ARCH_NAMESPACE ATTEND_ARCH_NAME(ATTEND_ARCH_BASE, ATTEND_ARCH_BF16, ATTEND_ARCH_F16C, ATTEND_ARCH_FMA)
+// The unit's evaluation settings name it too, as their bodies differ: parallel evaluation
+// (ATTEND_PARALLEL with OpenMP: plans split their work for threads), ATTEND_NO_HEAP, and
+// ATTEND_STACK_BUDGET (an integer literal, pasted), so that a serial unit and an attend::parallel
+// one linked into one program each run as built (a review found the linker's pick running the
+// serial unit's decode on four threads, or the parallel one's on one).
+#if defined(ATTEND_PARALLEL) && defined(_OPENMP)
+#define ATTEND_ARCH_OMP _omp
+#else
+#define ATTEND_ARCH_OMP
+#endif
+#if defined(ATTEND_NO_HEAP)
+#define ATTEND_ARCH_HEAP _noheap
+#else
+#define ATTEND_ARCH_HEAP
+#endif
+#define ATTEND_ARCH_PASTE2(a, b) a##b
+#define ATTEND_ARCH_CAT2(a, b) ATTEND_ARCH_PASTE2(a, b)
+#if defined(ATTEND_STACK_BUDGET)
+#define ATTEND_ARCH_BUDGET ATTEND_ARCH_CAT2(_stack, ATTEND_STACK_BUDGET)
+#else
+#define ATTEND_ARCH_BUDGET
+#endif
+#define ATTEND_ARCH_PASTE(a, b, c, d, e, f, g) a##b##c##d##e##f##g
+#define ATTEND_ARCH_NAME(a, b, c, d, e, f, g) ATTEND_ARCH_PASTE(a, b, c, d, e, f, g)
+// e.g. arch_avx512_bf16_f16c_fma (-march=native on Zen 4), arch_avx2_f16c_fma (x86-64-v3), arch_sse2,
+// arch_avx512_bf16_f16c_fma_omp (the same with attend::parallel)
+#define ATTEND_ARCH_NAMESPACE                                                                                        \
+    ATTEND_ARCH_NAME(ATTEND_ARCH_BASE, ATTEND_ARCH_BF16, ATTEND_ARCH_F16C, ATTEND_ARCH_FMA, ATTEND_ARCH_OMP, ATTEND_ARCH_HEAP, \
+                     ATTEND_ARCH_BUDGET)
 
 namespace attend {
 inline namespace ATTEND_ARCH_NAMESPACE {
@@ -60,9 +85,12 @@ struct target {};
 }  // namespace ATTEND_ARCH_NAMESPACE
 }  // namespace attend
 
-namespace attend::config {
+namespace attend {
+inline namespace ATTEND_ARCH_NAMESPACE {
+namespace config {
 // Temporaries a plan must materialise live on the stack up to this many bytes, above it on the
 // heap. An embedded build defines ATTEND_NO_HEAP to turn any heap temporary into a compile error.
+// (In the target namespace: units built with other settings have their own.)
 #ifdef ATTEND_STACK_BUDGET
 inline constexpr std::size_t stack_budget = ATTEND_STACK_BUDGET;
 #else
@@ -73,4 +101,6 @@ inline constexpr bool heap_allowed = false;
 #else
 inline constexpr bool heap_allowed = true;
 #endif
-}  // namespace attend::config
+}  // namespace config
+}  // namespace ATTEND_ARCH_NAMESPACE
+}  // namespace attend

@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace attend {
@@ -96,6 +97,21 @@ constexpr float narrowing_source(T x) noexcept {
     else return to_odd_float(x);
 }
 
+// A widened value converted to T as cast<T> converts a float: an integer type takes it toward
+// zero, saturated at T's range, NaN giving 0 (a static_cast of an out-of-range float is
+// undefined); a floating type or bool takes it as is.
+template <class T>
+constexpr T widened_to(float f) noexcept {
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, bool>) {
+        return static_cast<T>(f);
+    } else {
+        if (f != f) return T(0);
+        if (f <= static_cast<float>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+        if (f >= static_cast<float>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();  // (max rounds up in float)
+        return static_cast<T>(f);
+    }
+}
+
 }  // namespace half_bits
 
 // bfloat16: float's sign and exponent, 7 stored significand bits.
@@ -108,7 +124,7 @@ public:
     template <class T>
         requires std::is_arithmetic_v<T>
     constexpr explicit operator T() const noexcept {  // through float, which holds every value exactly
-        return static_cast<T>(half_bits::to_float_bf16(bits_));
+        return half_bits::widened_to<T>(half_bits::to_float_bf16(bits_));
     }
     static constexpr bf16 from_bits(std::uint16_t b) noexcept {
         bf16 r;
@@ -131,7 +147,7 @@ public:
     template <class T>
         requires std::is_arithmetic_v<T>
     constexpr explicit operator T() const noexcept {  // through float, which holds every value exactly
-        return static_cast<T>(half_bits::to_float_f16(bits_));
+        return half_bits::widened_to<T>(half_bits::to_float_f16(bits_));
     }
     static constexpr f16 from_bits(std::uint16_t b) noexcept {
         f16 r;

@@ -155,6 +155,15 @@ BOOST_AUTO_TEST_CASE(storage_types) {
     BOOST_TEST(f16(-0.1).to_bits() == 0xAE66);  // NumPy: np.float64(-0.1).astype(np.float16)
     BOOST_TEST(static_cast<double>(f16::from_bits(0xAE66)) == -0.0999755859375);
     BOOST_TEST(static_cast<int>(bf16(-3.0f)) == -3);
+    // to an integer type as cast<T> converts a float (a static_cast of 1e10 into int is undefined)
+    static_assert(static_cast<int>(bf16(1e10f)) == std::numeric_limits<int>::max());
+    BOOST_TEST(static_cast<int>(bf16(-1e10f)) == std::numeric_limits<int>::min());
+    BOOST_TEST(int(static_cast<unsigned char>(f16(-1.f))) == 0);
+    BOOST_TEST(int(static_cast<unsigned char>(f16(300.f))) == 255);
+    BOOST_TEST(int(static_cast<signed char>(bf16(-2.75f))) == -2);
+    BOOST_TEST(static_cast<std::int64_t>(f16::from_bits(0x7E00)) == 0);  // NaN
+    BOOST_TEST(static_cast<std::uint64_t>(bf16::from_bits(0x7F80)) == std::numeric_limits<std::uint64_t>::max());  // inf
+    BOOST_TEST(static_cast<bool>(f16(0.25f)));
 }
 
 // f16 expectations from NumPy 1.24.2: np.float32(x).astype(np.float16).view(np.uint16); bf16 ones
