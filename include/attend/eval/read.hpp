@@ -168,12 +168,23 @@ inline constexpr bool exact_integers =
 // The type a tree with result type T computes in (uint64 for a tree of unsigned integers with a
 // 64-bit one, else int64: signed values mixed with uint64 ones compare and take maxima as
 // NumPy's do below 2^63), and its bundle of lanes on Arch.
+template <class E>
+using integer_compute_t =
+    std::conditional_t<(integer_reads<E>() & (reads_wide_unsigned | reads_signed)) == reads_wide_unsigned, std::uint64_t, std::int64_t>;
 template <class E, class T>
-using tree_compute_t =
-    std::conditional_t<exact_integers<E, T>,
-                       std::conditional_t<(integer_reads<E>() & (reads_wide_unsigned | reads_signed)) == reads_wide_unsigned,
-                                          std::uint64_t, std::int64_t>,
-                       compute_t<E, floating_or_double<T>>>;
+using tree_compute_t = std::conditional_t<exact_integers<E, T>, integer_compute_t<E>, compute_t<E, floating_or_double<T>>>;
+// A bundle B whose lane l is value(p.advanced(l)) (a scalar bundle: value(p)), for the reads that
+// go one lane at a time.
+template <class B, class Pos, class Value>
+inline B by_lane(const Pos& p, Value&& value) noexcept {
+    if constexpr (!simd::is_batch<B>) {
+        return B(value(p));
+    } else {
+        alignas(64) simd::value_t<B> tmp[simd::lanes<B>];
+        for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = value(p.advanced(l));
+        return B::load_aligned(tmp);
+    }
+}
 template <class E, class T, class Arch>
 using tree_bundle_t = std::conditional_t<exact_integers<E, T>, tree_compute_t<E, T>, simd::batch<tree_compute_t<E, T>, Arch>>;
 // Integer arithmetic wraps (two's complement, as NumPy's): it runs in the unsigned type.
@@ -373,17 +384,8 @@ template <class B, class Op, class... A, class Pos>
 inline auto read(const map<Op, A...>& node, const Pos& p) noexcept {
     using V = typename map<Op, A...>::value_type;
     if constexpr (std::is_floating_point_v<simd::value_t<B>> && may_wrap<map<Op, A...>>) {
-        using F = simd::value_t<B>;
-        using I = std::conditional_t<(integer_reads<map<Op, A...>>() & (reads_wide_unsigned | reads_signed)) == reads_wide_unsigned,
-                                     std::uint64_t, std::int64_t>;
-        const auto value = [&](const auto& q) { return static_cast<F>(static_cast<V>(read<I>(node, q))); };
-        if constexpr (!simd::is_batch<B>) {
-            return B(value(p));
-        } else {
-            alignas(64) F tmp[simd::lanes<B>];
-            for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = value(p.advanced(l));
-            return B::load_aligned(tmp);
-        }
+        using I = integer_compute_t<map<Op, A...>>;
+        return by_lane<B>(p, [&](const auto& q) { return static_cast<simd::value_t<B>>(static_cast<V>(read<I>(node, q))); });
     } else {
         const auto r = unpack(node.args, [&](const A&... a) { return apply(Op{}, read<B>(a, p)...); });
         // (a tree of integers: each result wrapped to its node's own type, as NumPy's int8 + int8 is)
@@ -414,10 +416,7 @@ inline auto read(const take_node<Axis, A, I>& node, const nd_pos<R, L>& p) noexc
     if constexpr (!gathered_lanes || !simd::is_batch<B>) {
         return read<B>(node.arg, at(p));
     } else {  // lanes along an index axis: one index per lane
-        using F = simd::value_t<B>;
-        alignas(64) F tmp[simd::lanes<B>];
-        for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = read<F>(node.arg, at(p.advanced(l)));
-        return B::load_aligned(tmp);
+        return by_lane<B>(p, [&](const auto& q) { return read<simd::value_t<B>>(node.arg, at(q)); });
     }
 }
 
@@ -495,14 +494,7 @@ inline auto read(const cast_node<U, A>& node, const Pos& p) noexcept {
     using FA = compute_t<A, F>;
     if constexpr (exact_cast_operand<U, A, F>()) {
         using I = tree_compute_t<A, typename A::value_type>;  // 64-bit integers, wrapped per node
-        const auto value = [&](const auto& q) { return static_cast<F>(static_cast<U>(read<I>(node.arg, q))); };
-        if constexpr (!simd::is_batch<B>) {
-            return convert<U, B>(value(p));
-        } else {
-            alignas(64) F tmp[simd::lanes<B>];
-            for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = value(p.advanced(l));
-            return convert<U, B>(B::load_aligned(tmp));
-        }
+        return convert<U, B>(by_lane<B>(p, [&](const auto& q) { return static_cast<F>(static_cast<U>(read<I>(node.arg, q))); }));
     } else if constexpr (std::is_same_v<FA, F> || !simd::is_batch<B>) {
         if constexpr (std::is_same_v<FA, F> && std::is_integral_v<typename A::value_type> && !std::is_same_v<typename A::value_type, bool>) {
             return convert<U, B>(read<B>(node.arg, p) + B(F(0)));  // an integer 0 is +0 (F lanes give -0 for 0 * -1)
@@ -513,9 +505,7 @@ inline auto read(const cast_node<U, A>& node, const Pos& p) noexcept {
         }
     } else {
         // The operand runs in its own precision, lane by lane (rare: casts across float/double).
-        alignas(64) F tmp[simd::lanes<B>];
-        for (std::size_t l = 0; l < simd::lanes<B>; ++l) tmp[l] = cast_source<U, F>(read<FA>(node.arg, p.advanced(l)));
-        return convert<U, B>(B::load_aligned(tmp));
+        return convert<U, B>(by_lane<B>(p, [&](const auto& q) { return cast_source<U, F>(read<FA>(node.arg, q)); }));
     }
 }
 
