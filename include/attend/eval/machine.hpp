@@ -1,5 +1,6 @@
 // attend/eval/machine.hpp — the properties of the running machine a plan asks for at run time:
-// how many ways its L1 data cache has, and how large its last-level cache is. Everything else
+// how many ways its L1 data cache has, how large its last-level cache is, and whether it is an AMD
+// core of family 26 (Zen 5) or later, whose prefetchers outrun requests tuned on Zen 4. Everything else
 // (vector width, registers) is fixed by the build's target flags; cache geometry is not, and
 // -march=native on a CPU the compiler does not know (g++ 12 on Zen 5 reports znver3) says
 // nothing about it.
@@ -62,6 +63,25 @@ inline std::size_t l3_bytes() noexcept {
         return b != 0 ? b : std::size_t{32} << 20;
     }();
     return bytes;
+}
+
+// Whether this is an AMD core of family 0x1A (Zen 5) or later (CPUID leaf 0's vendor, leaf 1's
+// family: base plus extended). Its hardware prefetchers stream a weight's rows faster without
+// software requests that Zen 4 gained from (docs/performance.md, 2026-11-28 Zen 5).
+inline bool amd_zen5_or_later() noexcept {
+    static const bool yes = [] {
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (!__get_cpuid(0, &a, &b, &c, &d) || a < 1) return false;
+        const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
+        if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+        const unsigned base = (a >> 8) & 0xfu, family = base == 0xfu ? base + ((a >> 20) & 0xffu) : base;
+        return family >= 0x1Au;
+#else
+        return false;
+#endif
+    }();
+    return yes;
 }
 
 }  // namespace attend::detail
