@@ -216,6 +216,19 @@ inline B round_to(const B& v) noexcept {
     }
 }
 
+// Keeps r in a register from here (an empty asm it passes through; no instruction), so that the
+// compilers load it once instead of folding its load into every instruction that uses it.
+template <class R>
+inline void in_register(R& r) noexcept {
+#if defined(__GNUC__) && defined(__x86_64__)
+    asm("" : "+v"(r));
+#elif defined(__GNUC__) && defined(__aarch64__)
+    asm("" : "+w"(r));
+#else
+    (void)r;
+#endif
+}
+
 // 2 x lanes bf16 values at p as float lanes: even = p[0], p[2], ...; odd = p[1], p[3], ... (a
 // shift and a mask of 32-bit lanes: no shuffle). Dot products along p's axis take them against
 // x split the same way (split_even_odd). OneLoad: the bytes are loaded once into a register
@@ -225,17 +238,11 @@ template <bool OneLoad = false, class B>
 inline void widen_even_odd(const bf16* p, B& even, B& odd) noexcept {
     using I = xsimd::batch<std::uint32_t, typename B::arch_type>;
     I v = I::load_unaligned(reinterpret_cast<const std::uint32_t*>(p));
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__aarch64__))
     if constexpr (OneLoad) {
         auto r = static_cast<typename I::register_type>(v);
-#if defined(__x86_64__)
-        asm("" : "+v"(r));
-#else
-        asm("" : "+w"(r));
-#endif
+        in_register(r);
         v = I(r);
     }
-#endif
     even = xsimd::bitwise_cast<B>(v << 16);
     odd = xsimd::bitwise_cast<B>(v & I(0xFFFF0000u));
 }

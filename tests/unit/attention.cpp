@@ -377,7 +377,9 @@ BOOST_AUTO_TEST_CASE(decode_every_query_count_cache_lengths_and_causal_chunks) {
 
 // Head dimensions of whole vectors: one or two queries take the streaming stage (decode_stream),
 // more the whole-row stages in groups of queries (decode_scores, decode_pv_rows), a group and a
-// remainder; also where the value width differs from the key width.
+// remainder; also where the value width differs from the key width. With 32 registers, 3 to 8
+// queries of 128 values take the scores in groups of four (queries from L1), and 4 queries of 64
+// or 8 of 128 values take P V in column parts (1 and 4 passes).
 BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
     check_decode<1, 32, 32>();
     check_decode<2, 64, 64>();
@@ -387,6 +389,8 @@ BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
     check_decode<4, 128, 128>();
     check_decode<5, 64, 64>();
     check_decode<7, 32, 96>();
+    check_decode<4, 64, 64>();
+    check_decode<8, 128, 128>();
 }
 
 // A sliding window over the cache (keys len - window .. len - 1), after `sinks` first keys kept
@@ -449,7 +453,7 @@ void check_decode_beyond_l3() {
         *q = *q0;
         auto s = attend::matmul(*q, attend::transpose(*k)) * float(scale);
         auto e = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= len, -INFINITY)), *v);
-        TQ& dst = G == 1 ? *q : *out;
+        TQ& dst = G == 1 || G == 8 ? *q : *out;  // (the queries' own tensor: the destination on the right)
         dst = e;
         expect_close(dst, reference(HKV, G, NMAX, D, D, Q, K, V, [&](auto, auto, auto j, double x) {
             return long(j) >= len ? ninf : x * scale;
@@ -481,6 +485,7 @@ void check_decode_beyond_l3() {
 BOOST_AUTO_TEST_CASE(decode_cache_beyond_l3) {
     check_decode_beyond_l3<4>();
     check_decode_beyond_l3<1>();
+    check_decode_beyond_l3<8>();  // scores in two groups of four, P V in four column parts
     // one query over a cache of more than 1 MiB whose key rows are not whole vectors (d 40, value
     // width 64): the stream, not key by key (which did not compile: found by review)
     constexpr std::size_t HKV = 4, NMAX = 2048, D = 40, DV = 64;

@@ -240,6 +240,34 @@ inline constexpr std::size_t query_group = [] {
 // How many such groups NQ queries make (a stage's passes over a tile).
 template <class B, std::size_t Width, std::size_t NQ>
 inline constexpr std::size_t query_groups = (NQ + query_group<B, Width> - 1) / query_group<B, Width>;
+// Queries per pass of the scores stage: query_group, or four when the rows are too long for
+// that many queries to stay in registers (float keys of more than 4 vectors: the queries are read
+// from L1 against each key vector held in a register, so a tile's K rows come from memory once
+// for four queries instead of once for two and again from L2). With the column parts below, on
+// Zen 5 over a float cache of 8000 keys, d 128: 8 x 4 heads 0.88-0.93x the time with g++,
+// 0.96-0.98x with clang++; 8 x 8 heads 0.75x with either; in L3 level. Keys read as even and odd
+// elements (Split) keep query_group, as do targets with 16 registers.
+template <class B, std::size_t Width, std::size_t NQ, bool Split>
+inline constexpr std::size_t score_group =
+    simd::vector_registers<> >= 32 && !Split && Width / simd::lanes<B> > 4 && NQ > query_group<B, Width> ? std::min<std::size_t>(NQ, 4)
+                                                                                                       : query_group<B, Width>;
+template <class B, std::size_t Width, std::size_t NQ, bool Split>
+inline constexpr std::size_t score_groups = (NQ + score_group<B, Width, NQ, Split> - 1) / score_group<B, Width, NQ, Split>;
+// Column parts of the P V stage's passes: every query at once over a part of the output
+// columns (two vectors or more) whose sums fill 16 registers, when that takes no more passes
+// than query groups. Each V line then comes from memory once for all queries (Zen 5, 8 x 4
+// heads over a bf16 cache of 8000 keys: 0.86-0.95x the time with either compiler); with three
+// queries (12 sums) it was slower than groups of 2 and 1. Only with 32 registers; 0: groups.
+template <class B, std::size_t DV, std::size_t NQ>
+inline constexpr std::size_t pv_column_parts = [] {
+    constexpr std::size_t NV = DV / simd::lanes<B>;
+    if (simd::vector_registers<> < 32 || NV == 0 || NQ <= query_group<B, DV> || NQ * NV % 16 != 0) return std::size_t{0};
+    const std::size_t parts = std::max<std::size_t>(NQ * NV / 16, 1);
+    return NV % parts == 0 && parts <= NV / 2 && parts <= query_groups<B, DV, NQ> ? parts : std::size_t{0};
+}();
+// The P V stage's passes over a tile (each requests its share of the next tile's V rows).
+template <class B, std::size_t DV, std::size_t NQ>
+inline constexpr std::size_t pv_passes = pv_column_parts<B, DV, NQ> > 0 ? pv_column_parts<B, DV, NQ> : query_groups<B, DV, NQ>;
 
 // Rows a stage requests into L2 while it computes (software prefetch, a line at a time), so that a
 // cache streaming from DRAM keeps the memory busy through every stage; no_rows_ahead when the
@@ -285,8 +313,8 @@ inline constexpr std::size_t query_width = std::is_same_v<Q, bf16> ? D / 2 : D;
 // it score 0 (the tree masks them).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, bool Split, class F, class Q, class T>
 __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::size_t ldk, F* st, std::size_t live) noexcept {
-    constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, query_width<D, Q>>;
-    constexpr std::size_t groups = query_groups<B, query_width<D, Q>, NQ>;
+    constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split>;
+    constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split>;
     alignas(64) std::remove_cv_t<T> pad[W * D];
     for (std::size_t jb = 0; jb < KB; jb += W) {
         B sc[NQ];
@@ -320,8 +348,8 @@ __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::si
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class Q, class T,
           class Ahead>
 inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next, std::size_t live) noexcept {
-    constexpr std::size_t W = simd::lanes<B>, QG = query_group<B, query_width<D, Q>>;
-    constexpr std::size_t groups = query_groups<B, query_width<D, Q>, NQ>;
+    constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split>;
+    constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split>;
     if (live < KB) return decode_scores_cut<B, NQ, KB, BN, D, Split>(q, k, ldk, st, live);
     for (std::size_t jb = 0; jb < KB; jb += W) {  // (a constant trip count: a bound read at run time was slower from DRAM)
         B sc[NQ];
@@ -365,10 +393,34 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NV; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c * W);
     };
+    // Every query over output columns [c0, c0 + NC vectors): pass p of pv_column_parts.
+    auto part = [&]<bool Whole>(std::size_t p) {
+        constexpr std::size_t NC = NV / std::max<std::size_t>(pv_column_parts<B, DV, NQ>, 1);
+        const std::size_t n = Whole ? KB : live, c0 = p * NC * W;
+        B acc[NQ][NC];
+        for (std::size_t r = 0; r < NQ; ++r)
+            for (std::size_t c = 0; c < NC; ++c) acc[r][c] = B::load_unaligned(o + r * DV + c0 + c * W) * B(alpha[r]);
+        for (std::size_t j = 0; j < n; ++j) {
+            B vv[NC];
+            for (std::size_t c = 0; c < NC; ++c) vv[c] = simd::load<B>(v + j * ldv + c0 + c * W);
+            for (std::size_t r = 0; r < NQ; ++r) {
+                const B pj(pt[r * BN + j]);
+                for (std::size_t c = 0; c < NC; ++c) acc[r][c] = simd::fma(pj, vv[c], acc[r][c]);
+            }
+            simd::keep_memory_order();
+            v_next.template request<DV>(p * KB + j);
+        }
+        for (std::size_t r = 0; r < NQ; ++r)
+            for (std::size_t c = 0; c < NC; ++c) acc[r][c].store_unaligned(o + r * DV + c0 + c * W);
+    };
     auto groups = [&]<bool Whole>() {
-        std::size_t i0 = 0;
-        for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG, Whole>(i0);
-        if constexpr (NQ % QG != 0) group.template operator()<NQ % QG, Whole>(i0);
+        if constexpr (pv_column_parts<B, DV, NQ> > 0) {
+            for (std::size_t p = 0; p < pv_column_parts<B, DV, NQ>; ++p) part.template operator()<Whole>(p);
+        } else {
+            std::size_t i0 = 0;
+            for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG, Whole>(i0);
+            if constexpr (NQ % QG != 0) group.template operator()<NQ % QG, Whole>(i0);
+        }
     };
     if (live == KB) groups.template operator()<true>();
     else groups.template operator()<false>();
@@ -763,7 +815,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
         const bool next_whole = ahead && KB == BN && j0 + KB + BN <= NK;
-        constexpr std::size_t k_groups = query_groups<B, query_width<D, Qrow>, NQ>;
+        constexpr std::size_t k_groups = score_groups<B, query_width<D, Qrow>, NQ, split>;
         if constexpr (blocks)
             with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
                 decode_scores<B, NQ, KB, BN, D, DV, split>(qrows, k, ldk, st, k_next, live);
@@ -782,7 +834,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             });
         }
         else if constexpr (v_blocks)
-            with_rows_ahead<false, F, may_ahead, query_groups<B, DV, NQ>>(v, ob, j0 + KB, next_whole, [&, vr = vr, ldv = ldv](auto v_next) {
+            with_rows_ahead<false, F, may_ahead, pv_passes<B, DV, NQ>>(v, ob, j0 + KB, next_whole, [&, vr = vr, ldv = ldv](auto v_next) {
                 decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, v_next, live);
             });
         else if (live < KB) decode_pv_live<B, NQ, BN, DV>(st, vr, ldv, alpha, s.o, live);
