@@ -74,7 +74,7 @@ struct matvec_tiling {
     // 0.82-0.90x the time, bf16 weights 0.86-0.99x; one step on or into L1 was less or slower,
     // and a weight of 3-8 MiB from L3 with 4 rows per step ran up to 1.2x slower with it). Zen 5
     // streams such a weight faster without them (float 4096^2, g++ 1.50-1.53 -> 1.33-1.37 ms,
-    // clang++ 1.79-1.82 -> 1.38): the plan asks the machine (`requests_rows_ahead`).
+    // clang++ 1.79-1.82 -> 1.38): the plan asks the machine (`with_weight_requests`).
     static constexpr std::size_t rows_ahead(std::size_t bytes) { return rows_per_step(bytes) == 8 ? 16 : 0; }
     // rows_k: a weight of up to 1 MiB (read from L2) with one or two rows of x keeps the sums of
     // NV vectors of columns in registers instead (axpy_columns), given 32 registers (with 16 the
@@ -195,7 +195,7 @@ inline void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, 
 // requests of rows ahead, else with A = 0 (Zen 5's prefetchers; machine.hpp). Asked once per
 // work item; a plan without requests compiles one panel.
 template <std::size_t Ahead, class Panel>
-inline void with_rows_ahead(const Panel& panel) {
+inline void with_weight_requests(const Panel& panel) {
     if constexpr (Ahead > 0)
         if (!amd_zen5_or_later()) return panel.template operator()<Ahead>();
     panel.template operator()<0>();
@@ -595,11 +595,11 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         else if constexpr (pairs && wl == weight_layout::rows_k) {
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
             if constexpr (G::sums_in_registers(bytes)) pair_axpy_columns<B, M, G::NV / 2, K>(x, ldx, w, ldw, ncols, y, LD);
-            else with_rows_ahead<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::rows_per_step(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
+            else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::rows_per_step(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
 #endif
         } else if constexpr (wl == weight_layout::rows_k) {
             if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
-            else with_rows_ahead<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { axpy_panel<B, M, K, G::rows_per_step(bytes), Ahead>(x, ldx, w, ldw, ncols, y, NP); });
+            else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { axpy_panel<B, M, K, G::rows_per_step(bytes), Ahead>(x, ldx, w, ldw, ncols, y, NP); });
         }
         else if constexpr (even_odd) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
