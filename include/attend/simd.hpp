@@ -712,8 +712,9 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
                 for (std::size_t d = 0; d < DW; d += W) {
                     B kv = load<B>(k + (g + r) * ldk + d);  // T: F, or 16-bit widened
                     // (queries from L1: one load of the key vector, not one folded into each FMA,
-                    // which from DRAM left four loads of a missing line in the load queue)
-                    if constexpr (!q_regs && is_batch<B>) in_register(kv.data);
+                    // which from DRAM left four loads of a missing line in the load queue; measured
+                    // with 32 registers only)
+                    if constexpr (!q_regs && is_batch<B> && vector_registers<> >= 32) in_register(kv.data);
                     for (std::size_t i = 0; i < NQ; ++i) {
                         if constexpr (q_regs) acc[i][r] = simd::fma(qr[i][d / W], kv, acc[i][r]);
                         else acc[i][r] = simd::fma(B::load_unaligned(q + i * D + d), kv, acc[i][r]);
