@@ -377,9 +377,10 @@ BOOST_AUTO_TEST_CASE(decode_every_query_count_cache_lengths_and_causal_chunks) {
 
 // Head dimensions of whole vectors: one or two queries take the streaming stage (decode_stream),
 // more the whole-row stages in groups of queries (decode_scores, decode_pv_rows), a group and a
-// remainder; also where the value width differs from the key width. With 32 registers, 3 to 8
-// queries of 128 values take the scores in groups of four (queries from L1), and 4 queries of 64
-// or 8 of 128 values take P V in column parts (1 and 4 passes).
+// remainder; also where the value width differs from the key width. With 32 registers, three or
+// more queries of 96 or 128 values take the scores in groups of up to four (queries from L1; 6:
+// four and two), and 4 x 64, 8 x 96 and 8 x 128 values take P V in column parts (1, 3 and 4
+// passes).
 BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
     check_decode<1, 32, 32>();
     check_decode<2, 64, 64>();
@@ -390,6 +391,8 @@ BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
     check_decode<5, 64, 64>();
     check_decode<7, 32, 96>();
     check_decode<4, 64, 64>();
+    check_decode<6, 128, 128>();
+    check_decode<8, 96, 96>();
     check_decode<8, 128, 128>();
 }
 

@@ -1003,8 +1003,9 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
     check_decode_16<bf16, f16, bf16, 2, 2, 500, 64>(104);
     // Five queries (the whole-row stages, a group of two twice and one), 16-bit rows read in place.
     check_decode_16<float, bf16, f16, 2, 5, 1000, 128>(107);
-    // A bf16 V with 3+ queries (the whole-row stages: query groups of two, a last group of one;
-    // value widths of 2, 4 and 8 vectors), held to the float bound: P stays float in decode.
+    // A bf16 V with 3+ queries (the whole-row stages: query groups of two and a last group of
+    // one, or with 32 registers four queries over two column parts; value widths of 2, 4 and 8
+    // vectors), held to the float bound: P stays float in decode.
     check_decode_16<float, bf16, bf16, 2, 4, 1000, 128>(110);
     check_decode_16<float, f16, bf16, 3, 3, 700, 64>(113);
 }

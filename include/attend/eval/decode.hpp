@@ -241,18 +241,20 @@ inline constexpr std::size_t query_group = [] {
 template <class B, std::size_t Width, std::size_t NQ>
 inline constexpr std::size_t query_groups = (NQ + query_group<B, Width> - 1) / query_group<B, Width>;
 // Queries per pass of the scores stage: query_group, or four when the rows are too long for
-// that many queries to stay in registers (float keys of more than 4 vectors: the queries are read
-// from L1 against each key vector held in a register, so a tile's K rows come from memory once
-// for four queries instead of once for two and again from L2). With the column parts below, on
-// Zen 5 over a float cache of 8000 keys, d 128: 8 x 4 heads 0.88-0.93x the time with g++,
-// 0.96-0.98x with clang++; 8 x 8 heads 0.75x with either; in L3 level. Keys read as even and odd
-// elements (Split) keep query_group, as do targets with 16 registers.
-template <class B, std::size_t Width, std::size_t NQ, bool Split>
-inline constexpr std::size_t score_group =
-    simd::vector_registers<> >= 32 && !Split && Width / simd::lanes<B> > 4 && NQ > query_group<B, Width> ? std::min<std::size_t>(NQ, 4)
-                                                                                                       : query_group<B, Width>;
-template <class B, std::size_t Width, std::size_t NQ, bool Split>
-inline constexpr std::size_t score_groups = (NQ + score_group<B, Width, NQ, Split> - 1) / score_group<B, Width, NQ, Split>;
+// that many queries to stay in registers (key rows of more than 4 vectors, read in order: the
+// queries are read from L1 against each key vector held in a register, so a tile's K rows come
+// from memory once for four queries instead of once for two and again from L2). With the column
+// parts below, on Zen 5 over a float cache of 8000 keys, d 128: 8 x 4 heads 0.88-0.93x the time
+// with g++, 0.96-0.98x with clang++; 8 x 8 heads 0.75x with either; in L3 level. Keys read as
+// even and odd elements (Split) and bf16 queries (pair products, Q) keep query_group, as do
+// targets with 16 registers.
+template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
+inline constexpr std::size_t score_group = simd::vector_registers<> >= 32 && !Split && !std::is_same_v<std::remove_cv_t<Q>, bf16> &&
+                                                   Width / simd::lanes<B> > 4 && NQ > query_group<B, Width>
+                                               ? std::min<std::size_t>(NQ, 4)
+                                               : query_group<B, Width>;
+template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
+inline constexpr std::size_t score_groups = (NQ + score_group<B, Width, NQ, Split, Q> - 1) / score_group<B, Width, NQ, Split, Q>;
 // Column parts of the P V stage's passes: every query at once over a part of the output
 // columns (two vectors or more) whose sums fill 16 registers, when that takes no more passes
 // than query groups. Each V line then comes from memory once for all queries (Zen 5, 8 x 4
@@ -313,8 +315,8 @@ inline constexpr std::size_t query_width = std::is_same_v<Q, bf16> ? D / 2 : D;
 // it score 0 (the tree masks them).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, bool Split, class F, class Q, class T>
 __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::size_t ldk, F* st, std::size_t live) noexcept {
-    constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split>;
-    constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split>;
+    constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split, Q>;
+    constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split, Q>;
     alignas(64) std::remove_cv_t<T> pad[W * D];
     for (std::size_t jb = 0; jb < KB; jb += W) {
         B sc[NQ];
@@ -337,8 +339,9 @@ __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::si
 }
 
 // S = Q K_tile^T, W keys at a time, each key row read whole and in order for each group of
-// queries held in registers (the next group finds the rows in L1/L2). Zen 5 streamed K from DRAM
-// at half the speed when rows were interleaved or each K vector met four query loads. The groups
+// queries (score_group: held in registers, or four read from L1 against a key vector held in a
+// register; the next group finds the rows in L1/L2). Zen 5 streamed K from DRAM at half the speed
+// when rows were interleaved or each K vector's load was folded into four FMAs. The groups
 // request the next tile's K rows, each its share (k_next: rows_ahead with a part per group).
 // Split: bf16 key rows read as their even and odd elements, q split the same way
 // (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000 keys on Zen 5: 0.91-1.05 -> 0.82-0.85
@@ -348,8 +351,8 @@ __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::si
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class Q, class T,
           class Ahead>
 inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next, std::size_t live) noexcept {
-    constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split>;
-    constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split>;
+    constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split, Q>;
+    constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split, Q>;
     if (live < KB) return decode_scores_cut<B, NQ, KB, BN, D, Split>(q, k, ldk, st, live);
     for (std::size_t jb = 0; jb < KB; jb += W) {  // (a constant trip count: a bound read at run time was slower from DRAM)
         B sc[NQ];
@@ -367,9 +370,10 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
 }
 
 // O = alpha O + P V_tile for groups of queries whose outputs fill 16 registers, each V row read
-// whole and in order (a memory stream the prefetcher follows; the next group finds it in L2).
-// The groups request the next tile's V rows, each its share. Only the first `live` keys take
-// part (a tile the masks cut: the rows past them may hold anything, and 0 x NaN is NaN).
+// whole and in order (a memory stream the prefetcher follows; the next group finds it in L2), or
+// for all queries over column parts (pv_column_parts: each pass reads its part of every row, in
+// order). The passes request the next tile's V rows, each its share. Only the first `live` keys
+// take part (a tile the masks cut: the rows past them may hold anything, and 0 x NaN is NaN).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, std::size_t D, class F, class T, class Ahead>
 inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next, std::size_t live) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W, QG = query_group<B, DV>;
@@ -815,7 +819,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
         const bool next_whole = ahead && KB == BN && j0 + KB + BN <= NK;
-        constexpr std::size_t k_groups = score_groups<B, query_width<D, Qrow>, NQ, split>;
+        constexpr std::size_t k_groups = score_groups<B, query_width<D, Qrow>, NQ, split, Qrow>;
         if constexpr (blocks)
             with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
                 decode_scores<B, NQ, KB, BN, D, DV, split>(qrows, k, ldk, st, k_next, live);

@@ -27,6 +27,7 @@
 
 #include "../expr/matmul.hpp"
 #include "lower.hpp"
+#include "machine.hpp"
 #include "parallel.hpp"
 #include "read.hpp"
 
