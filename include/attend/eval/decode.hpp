@@ -379,51 +379,33 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W, QG = query_group<B, DV>;
     // (Whole: the tile's KB keys as a constant trip count, which a bound read at run time made
     // 4-5 % slower from DRAM)
-    auto group = [&]<std::size_t Rows, bool Whole>(std::size_t i0) {
+    // Queries i0 .. i0 + Rows over output columns c0 .. c0 + Cols vectors; `share`: the pass's
+    // number among the tile's passes (its share of the next tile's V rows to request).
+    auto pass = [&]<std::size_t Rows, std::size_t Cols, bool Whole>(std::size_t i0, std::size_t c0, std::size_t share) {
         const std::size_t n = Whole ? KB : live;
-        B acc[Rows][NV];
+        B acc[Rows][Cols];
         for (std::size_t r = 0; r < Rows; ++r)
-            for (std::size_t c = 0; c < NV; ++c) acc[r][c] = B::load_unaligned(o + (i0 + r) * DV + c * W) * B(alpha[i0 + r]);
+            for (std::size_t c = 0; c < Cols; ++c) acc[r][c] = B::load_unaligned(o + (i0 + r) * DV + c0 + c * W) * B(alpha[i0 + r]);
         for (std::size_t j = 0; j < n; ++j) {
-            B vv[NV];
-            for (std::size_t c = 0; c < NV; ++c) vv[c] = simd::load<B>(v + j * ldv + c * W);
+            B vv[Cols];
+            for (std::size_t c = 0; c < Cols; ++c) vv[c] = simd::load<B>(v + j * ldv + c0 + c * W);
             for (std::size_t r = 0; r < Rows; ++r) {
                 const B pj(pt[(i0 + r) * BN + j]);
-                for (std::size_t c = 0; c < NV; ++c) acc[r][c] = simd::fma(pj, vv[c], acc[r][c]);
+                for (std::size_t c = 0; c < Cols; ++c) acc[r][c] = simd::fma(pj, vv[c], acc[r][c]);
             }
             simd::keep_memory_order();  // V row by row (clang interleaved them)
-            v_next.template request<DV>(i0 / QG * KB + j);
+            v_next.template request<DV>(share * KB + j);
         }
         for (std::size_t r = 0; r < Rows; ++r)
-            for (std::size_t c = 0; c < NV; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c * W);
-    };
-    // Every query over output columns [c0, c0 + NC vectors): pass p of pv_column_parts.
-    auto part = [&]<bool Whole>(std::size_t p) {
-        constexpr std::size_t NC = NV / std::max<std::size_t>(pv_column_parts<B, DV, NQ>, 1);
-        const std::size_t n = Whole ? KB : live, c0 = p * NC * W;
-        B acc[NQ][NC];
-        for (std::size_t r = 0; r < NQ; ++r)
-            for (std::size_t c = 0; c < NC; ++c) acc[r][c] = B::load_unaligned(o + r * DV + c0 + c * W) * B(alpha[r]);
-        for (std::size_t j = 0; j < n; ++j) {
-            B vv[NC];
-            for (std::size_t c = 0; c < NC; ++c) vv[c] = simd::load<B>(v + j * ldv + c0 + c * W);
-            for (std::size_t r = 0; r < NQ; ++r) {
-                const B pj(pt[r * BN + j]);
-                for (std::size_t c = 0; c < NC; ++c) acc[r][c] = simd::fma(pj, vv[c], acc[r][c]);
-            }
-            simd::keep_memory_order();
-            v_next.template request<DV>(p * KB + j);
-        }
-        for (std::size_t r = 0; r < NQ; ++r)
-            for (std::size_t c = 0; c < NC; ++c) acc[r][c].store_unaligned(o + r * DV + c0 + c * W);
+            for (std::size_t c = 0; c < Cols; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c0 + c * W);
     };
     auto groups = [&]<bool Whole>() {
-        if constexpr (pv_column_parts<B, DV, NQ> > 0) {
-            for (std::size_t p = 0; p < pv_column_parts<B, DV, NQ>; ++p) part.template operator()<Whole>(p);
+        if constexpr (constexpr std::size_t P = pv_column_parts<B, DV, NQ>; P > 0) {
+            for (std::size_t p = 0; p < P; ++p) pass.template operator()<NQ, NV / P, Whole>(0, p * (NV / P) * W, p);
         } else {
             std::size_t i0 = 0;
-            for (; i0 + QG <= NQ; i0 += QG) group.template operator()<QG, Whole>(i0);
-            if constexpr (NQ % QG != 0) group.template operator()<NQ % QG, Whole>(i0);
+            for (; i0 + QG <= NQ; i0 += QG) pass.template operator()<QG, NV, Whole>(i0, 0, i0 / QG);
+            if constexpr (NQ % QG != 0) pass.template operator()<NQ % QG, NV, Whole>(i0, 0, i0 / QG);
         }
     };
     if (live == KB) groups.template operator()<true>();
