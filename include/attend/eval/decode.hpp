@@ -271,9 +271,11 @@ inline constexpr std::size_t pv_column_parts = [] {
 template <class B, std::size_t DV, std::size_t NQ>
 inline constexpr std::size_t pv_passes = pv_column_parts<B, DV, NQ> > 0 ? pv_column_parts<B, DV, NQ> : query_groups<B, DV, NQ>;
 
-// Rows a stage requests into L2 while it computes (software prefetch, a line at a time), so that a
-// cache streaming from DRAM keeps the memory busy through every stage; no_rows_ahead when the
-// cache fits in L3 (the stage then has no branch for it: one cost 7 % in L3).
+// Rows a stage requests while it computes (software prefetch into L1, which also fills L2, a line
+// at a time), so that a cache streaming from DRAM keeps the memory busy through every stage;
+// no_rows_ahead when the cache fits in L3 (the stage then has no branch for it: one cost 7 % in
+// L3). Into L1 rather than L2: Zen 5, float 8 x 4 heads over 8000 keys, 0.80-0.90x the time with
+// either compiler (docs/performance.md, 2026-11-28, noon).
 template <class T, std::size_t Parts = 1>
 struct rows_ahead {
     const T* p;
@@ -285,7 +287,7 @@ struct rows_ahead {
         const char* row = reinterpret_cast<const char*>(p + f / Parts * ld);
         const std::size_t l0 = f % Parts * per;
         for (std::size_t l = 0; l < per; ++l)
-            if (lines % Parts == 0 || l0 + l < lines) __builtin_prefetch(row + (l0 + l) * 64, 0, 2);
+            if (lines % Parts == 0 || l0 + l < lines) __builtin_prefetch(row + (l0 + l) * 64, 0, 3);
     }
 };
 struct no_rows_ahead {
