@@ -230,6 +230,12 @@ inline void decode_softmax(F* st, const F* mx, const decode_state<F, NQ, DV>& s,
     }
 }
 
+// Whether clang++ compiles this (it schedules some loops differently enough to change a choice).
+#if defined(__clang__)
+inline constexpr bool compiled_by_clang = true;
+#else
+inline constexpr bool compiled_by_clang = false;
+#endif
 // Queries per group whose rows of Width values (queries, or outputs) fill 16 vector registers,
 // leaving room for 4 accumulators each.
 template <class B, std::size_t Width>
@@ -246,10 +252,12 @@ inline constexpr std::size_t query_groups = (NQ + query_group<B, Width> - 1) / q
 // from memory once for four queries instead of once for two and again from L2). With the column
 // parts below, on Zen 5 over a float cache of 8000 keys, d 128: 8 x 4 heads 0.88-0.93x the time
 // with g++, 0.96-0.98x with clang++; 8 x 8 heads 0.75x with either; in L3 level. Keys read as
-// even and odd elements (Split) and bf16 queries (pair products, Q) keep query_group, as do
-// targets with 16 registers.
+// even and odd elements (Split, a bf16 cache) take four a pass with g++ only (8 x 4 heads over
+// 8000 keys, bench/decode: 979-999 -> 943-962 µs; a harness ran clang++'s 1.15-1.18x slower).
+// bf16 queries (pair products, Q) keep query_group, as do targets with 16 registers.
 template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
-inline constexpr std::size_t score_group = simd::vector_registers<> >= 32 && !Split && !std::is_same_v<std::remove_cv_t<Q>, bf16> &&
+inline constexpr std::size_t score_group = simd::vector_registers<> >= 32 && (!Split || !compiled_by_clang) &&
+                                                   !std::is_same_v<std::remove_cv_t<Q>, bf16> &&
                                                    Width / simd::lanes<B> > 4 && NQ > query_group<B, Width>
                                                ? std::min<std::size_t>(NQ, 4)
                                                : query_group<B, Width>;
