@@ -1008,6 +1008,9 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
     // vectors), held to the float bound: P stays float in decode.
     check_decode_16<float, bf16, bf16, 2, 4, 1000, 128>(110);
     check_decode_16<float, f16, bf16, 3, 3, 700, 64>(113);
+    // One query over a bf16 cache of 64 MB (the stream from DRAM, requesting rows ahead on Zen 5;
+    // the last requests clamped to the cache's last row).
+    check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(116);
 }
 
 // bf16 Q, K and V with 3 to 15 queries: the decode nest's tile stages on pair dot products where

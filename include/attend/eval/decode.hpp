@@ -63,9 +63,11 @@ struct decode_tiling {
     // One or two queries whose outputs fit in registers take the stream (decode_stream): every
     // stage over W keys at a time, K and V rows read alternately in W-row blocks.
     static constexpr bool stream = DV % W == 0 && NQ * (DV / W) <= 16 && NQ <= 2;
-    // (The stream requests no rows ahead: with clang++ requests 32 keys on were 1.1-1.2x faster
-    // on Zen 5, and on Zen 4 made a bf16 cache 1.7x slower and the pipelined float stream
-    // 1-5 % slower; g++'s was slower with them on both: docs/performance.md, 2026-11-27.)
+    // Keys ahead whose K and V rows the stream requests into L1 as it reads each V row, when the
+    // cache streams from DRAM on Zen 5 (32 x 1 heads over a bf16 cache of 4000 keys, bench/decode,
+    // 3 rounds: clang++ 1950 / 2383 / 2154 -> 1496 / 1697 / 1455 µs, g++ level; docs/performance.md,
+    // 2026-11-28). Not elsewhere: on Zen 4 requests made a bf16 cache 1.7x slower (2026-11-27).
+    static constexpr std::size_t stream_ahead = 32;
 };
 
 // Bytes per element of an operand as stored (memory), or as computed (an expression).
@@ -298,6 +300,12 @@ struct rows_ahead {
             if (lines % Parts == 0 || l0 + l < lines) __builtin_prefetch(row + (l0 + l) * 64, 0, 3);
     }
 };
+// Requests the Cols elements at p into L1, a line at a time (software prefetch).
+template <std::size_t Cols, class T>
+__attribute__((always_inline)) inline void request_row(const T* p) noexcept {
+    constexpr std::size_t lines = (Cols * sizeof(T) + 63) / 64;
+    for (std::size_t l = 0; l < lines; ++l) __builtin_prefetch(reinterpret_cast<const char*>(p) + l * 64, 0, 3);
+}
 struct no_rows_ahead {
     template <std::size_t Cols>
     void request(std::size_t) const noexcept {}
@@ -564,11 +572,14 @@ inline void decode_pv(const F* pt, const F* v, std::size_t ldv, const F* alpha, 
 // part in P V (the rest are masked; their V rows may hold anything). Where the
 // tile-at-a-time stages read K and then V in 128 KiB runs (one memory stream at a time), this
 // reads both, W rows each in turn. (From DRAM one query goes key by key: decode_per_key.)
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, class F, class TK,
+// Ahead > 0: after each V row, the K and V rows Ahead keys on are requested (never past row
+// `rows - 1` of k and v, the cache's last).
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, std::size_t Ahead, class F, class TK,
           class TV, class Tree, std::size_t Rs>
 __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k, std::size_t ldk, const TV* v, std::size_t ldv,
                                                          const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
-                                                         const decode_state<F, NQ, DV>& s, std::size_t kb, std::size_t live) noexcept {
+                                                         const decode_state<F, NQ, DV>& s, std::size_t kb, std::size_t live,
+                                                         std::size_t rows = 0) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W;
     constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
     static_assert(KB % W == 0);
@@ -625,6 +636,10 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
                 for (std::size_t c = 0; c < NV; ++c) o[i][c] = simd::fma(pj, vv[c], o[i][c]);
             }
             simd::keep_memory_order();  // V row by row (clang interleaved them)
+            if constexpr (Ahead > 0) {
+                const std::size_t r = std::min(jb + j + Ahead, rows - 1);
+                request_row<D>(k + r * ldk), request_row<DV>(v + r * ldv);
+            }
         };
         for (std::size_t j = 0; j < W; ++j) pv_row(j);
         if (more) score(jb + W);
@@ -806,7 +821,10 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
             if constexpr (may_by_key)
                 if (by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
-            return decode_stream<B, NQ, KB, BN, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
+            if constexpr (may_ahead && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
+                if (ahead && amd_zen5_or_later())
+                    return decode_stream<B, NQ, KB, BN, D, DV, G::stream_ahead>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live, NK - j0);
+            return decode_stream<B, NQ, KB, BN, D, DV, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
         }
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
