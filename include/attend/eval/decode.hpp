@@ -300,12 +300,6 @@ struct rows_ahead {
             if (lines % Parts == 0 || l0 + l < lines) __builtin_prefetch(row + (l0 + l) * 64, 0, 3);
     }
 };
-// Requests the Cols elements at p into L1, a line at a time (software prefetch).
-template <std::size_t Cols, class T>
-__attribute__((always_inline)) inline void request_row(const T* p) noexcept {
-    constexpr std::size_t lines = (Cols * sizeof(T) + 63) / 64;
-    for (std::size_t l = 0; l < lines; ++l) __builtin_prefetch(reinterpret_cast<const char*>(p) + l * 64, 0, 3);
-}
 struct no_rows_ahead {
     template <std::size_t Cols>
     void request(std::size_t) const noexcept {}
@@ -638,7 +632,7 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
             simd::keep_memory_order();  // V row by row (clang interleaved them)
             if constexpr (Ahead > 0) {
                 const std::size_t r = std::min(jb + j + Ahead, rows - 1);
-                request_row<D>(k + r * ldk), request_row<DV>(v + r * ldv);
+                rows_ahead<TK>{k, ldk}.template request<D>(r), rows_ahead<TV>{v, ldv}.template request<DV>(r);
             }
         };
         for (std::size_t j = 0; j < W; ++j) pv_row(j);
@@ -827,7 +821,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             return decode_stream<B, NQ, KB, BN, D, DV, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
         }
         // Every stage requests its share of the next tile's rows, so that the memory streams
-        // through the tile's arithmetic and the stages read L2 (docs/performance.md, 2026-11-26)
+        // through the tile's arithmetic and the stages read cache (docs/performance.md, 2026-11-26)
         const bool next_whole = ahead && KB == BN && j0 + KB + BN <= NK;
         constexpr std::size_t k_groups = score_groups<B, query_width<D, Qrow>, NQ, split, Qrow>;
         if constexpr (blocks)
