@@ -284,7 +284,7 @@ inline constexpr std::size_t pv_passes = pv_column_parts<B, DV, NQ> > 0 ? pv_col
 // Rows a stage requests while it computes (software prefetch into L1, which also fills L2, a line
 // at a time), so that a cache streaming from DRAM keeps the memory busy through every stage;
 // no_rows_ahead when the cache fits in L3 (the stage then has no branch for it: one cost 7 % in
-// L3). Into L1 rather than L2: Zen 5, float 8 x 4 heads over 8000 keys, 0.80-0.90x the time with
+// L3). Into L1 rather than L2: Zen 5, float 8 x 4 heads over 8000 keys, 0.78-0.91x the time with
 // either compiler (docs/performance.md, 2026-11-28, noon).
 template <class T, std::size_t Parts = 1>
 struct rows_ahead {
