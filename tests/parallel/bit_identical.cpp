@@ -191,6 +191,11 @@ int main() {
     fill(mb, 19);
     ok &= identical<tensor<float, 1, 3001>>("matvec, W (K, N)", [&] { return attend::matmul(*x1, *wkn) + mb; });
     ok &= identical<tensor<float, 1, 3001>>("matvec, W (N, K)", [&] { return attend::matmul(*x1, attend::transpose(*wnk)); });
+    // W (K, N) in L2: one thread reads whole rows (12 vectors and 8 columns), panels of it read
+    // chunks of rows.
+    auto wl2 = std::make_unique<tensor<float, 1000, 200>>();
+    fill(*wl2, 20);
+    ok &= identical<tensor<float, 1, 200>>("matvec in L2, W (K, N)", [&] { return attend::matmul(*x1, *wl2); });
     // Decode: one query group against a long cache, its keys split across the threads (merged by
     // log-sum-exp), and eight KV heads (one work item each, no split: bit-identical).
     auto dq = std::make_unique<tensor<float, 1, 4, 64>>();

@@ -5,8 +5,10 @@
 // The weight is a memory leaf of the compute type in one of two layouts:
 // - `rows_k`: B (K, N) with N contiguous (`matmul(x, W)`, W (K, N)). Each work item owns a panel of
 //   NP output columns, keeps the panel's sums (M x NP) in L1, and walks down K, U weight rows at a
-//   time: every row segment is read once, sequentially, and added into the sums (axpy). A weight
-//   of up to 1 MiB with one or two rows keeps the sums in registers instead (axpy_columns).
+//   time, in chunks of columns whose sums are held in registers: each row's segment is read in
+//   runs of a chunk's width and added into the sums (axpy_rows). A weight in L1 (or in L2 with
+//   two rows of x) keeps all its sums in registers over all of K (axpy_columns), as does one row
+//   of x against a weight in L2 whose rows fit in 24 vectors (axpy_whole_rows).
 // - `rows_n`: B (K, N) with K contiguous (`matmul(x, transpose(W))`, W (N, K): the checkpoint
 //   layout). Each output column is a dot product of a weight row with x: RN weight rows at once,
 //   each read sequentially, into MB x RN vector accumulators, summed across lanes at the end.
@@ -21,6 +23,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -65,11 +68,23 @@ struct matvec_tiling {
     // reads (K, N) as one forward stream, measured 20 % faster than half rows; panels are only
     // narrowed at run time to give each thread work.
     static constexpr std::size_t NP = std::min((N + W - 1) / W * W, std::max(W, 4096 / M / W * W));
-    // rows_k: weight rows per step (one load and store of the sums per U FMAs) for a weight of
+    // rows_k: weight rows per step (one load and store of the sums per U rows) for a weight of
     // `bytes`: 8 for one row of x against a weight beyond 16 MiB, which streams from DRAM (Zen 5,
-    // 4096^2: float 1.43 -> 1.35 ms, bf16 0.99 -> 0.77), else 4 (a weight in cache read 10-20 %
-    // slower with 8, and 4 rows of x with 8 weight rows were 33 % slower).
-    static constexpr std::size_t rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
+    // 4096^2: float 1.43 -> 1.35 ms, bf16 0.99 -> 0.77); 2 for one row of x against a weight in
+    // L2 given 32 registers (chunked, below); else 4 (a weight in cache read 10-20 % slower with
+    // 8, and 4 rows of x with 8 weight rows were 33 % slower).
+    static constexpr bool in_l2(std::size_t bytes) { return bytes <= (std::size_t{1} << 20); }
+    static constexpr bool chunked(std::size_t bytes) { return M == 1 && regs >= 32 && in_l2(bytes); }
+    static constexpr std::size_t rows_per_step(std::size_t bytes) {
+        return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : chunked(bytes) ? 2 : 4;
+    }
+    // rows_k: vectors of columns per chunk of sums (axpy_rows: M x V sums in registers per step,
+    // each weight row read in runs of V vectors). 16 for one row of x against a weight in L2: two
+    // rows in runs of 16 vectors read it as fast as one stream, where runs of one vector from four
+    // rows in turn took 1.6x as long (Zen 5, 288 x 768: 5.0 against 7.9 µs). Else one vector (bf16:
+    // a pair): from DRAM (Zen 5, 4096^2) runs of 16 were level for float weights and 1.2x slower
+    // for bf16 ones.
+    static constexpr std::size_t chunk_vectors(std::size_t bytes) { return chunked(bytes) ? 16 : 1; }
     // rows_k with 8 rows per step (from DRAM): each weight vector also requests the same columns
     // of the row two steps on into L2 (Zen 4, 4096^2 in-process A/B, both compilers: float
     // 0.82-0.90x the time, bf16 weights 0.86-0.99x; one step on or into L1 was less or slower,
@@ -77,11 +92,25 @@ struct matvec_tiling {
     // streams such a weight faster without them (float 4096^2, g++ 1.50-1.53 -> 1.33-1.37 ms,
     // clang++ 1.79-1.82 -> 1.38): the plan asks the machine (`with_weight_requests`).
     static constexpr std::size_t rows_ahead(std::size_t bytes) { return rows_per_step(bytes) == 8 ? 16 : 0; }
-    // rows_k: a weight of up to 1 MiB (read from L2) with one or two rows of x keeps the sums of
-    // NV vectors of columns in registers instead (axpy_columns), given 32 registers (with 16 the
-    // sums and the weight vectors do not fit: x86-64-v3 on Zen 5, 288 x 768 6.7 -> 7.2 µs).
+    // rows_k: a weight of up to 32 KiB (in L1), or one in L2 with two rows of x, keeps the sums of
+    // NV vectors of columns in registers over all of K (axpy_columns), given 32 registers (with 16
+    // the sums and the weight vectors do not fit: x86-64-v3 on Zen 5, 288 x 768 6.7 -> 7.2 µs).
+    // Beyond L1 each weight row is then read in runs of NV vectors with a stride, which with one
+    // row of x ran 1.4-1.6x slower than chunks of rows (Zen 5, 288 x 768, 32 x 256 in L1 0.09
+    // against 0.14 µs); with two, chunks were level to slower.
     static constexpr std::size_t NV = M <= 2 && regs >= 32 ? 16 / M : 0;
-    static constexpr bool sums_in_registers(std::size_t bytes) { return NV > 0 && bytes <= (std::size_t{1} << 20); }
+    static constexpr bool sums_in_registers(std::size_t bytes) {
+        return NV > 0 && (bytes <= (std::size_t{32} << 10) || (M == 2 && in_l2(bytes)));
+    }
+    // rows_k, one row of x and a weight in L2 whose rows are at most 24 whole vectors: each row
+    // read whole and in order, all the sums in registers over all of K (axpy_whole_rows; Zen 5,
+    // 768 x 288: 5.2 µs against 8.1-8.3 in two blocks of 9 vectors or in chunks); 0: not so.
+    static constexpr std::size_t whole_row_vectors(std::size_t bytes) {
+        return regs >= 32 && M == 1 && in_l2(bytes) && N / W <= 24 ? N / W : 0;
+    }
+    // The same for pair products (bf16 x, pair_axpy_columns), with up to 1 MiB (in L2).
+    static constexpr bool pair_sums_in_registers(std::size_t bytes) { return NV > 0 && in_l2(bytes); }
+    static constexpr std::size_t pair_rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
     // rows_n: x rows and weight rows per register tile, MB x RN accumulators plus RN weight
     // vectors and one x vector within the register file.
     static constexpr std::size_t MB = std::min(M, regs >= 32 ? std::size_t{8} : std::size_t{4});
@@ -151,45 +180,85 @@ inline void interleave_block(F* y) noexcept {
     for (std::size_t i = 0; i < W; ++i) y[2 * i] = t[i], y[2 * i + 1] = t[W + i];
 }
 
+// y[m][c .. c + V W) += sum over u < U of x[m][u] * w[u * ldk + c ..]: one chunk of V vectors of
+// columns, its M x V sums loaded from y, the U weight rows' segments added row after row, stored
+// back (bf16: pairs of vectors widened into even and odd columns; a chunk of one vector widens in
+// order). Ahead > 0: each weight vector requests the same columns of the row Ahead rows on into L2.
+template <class B, std::size_t M, std::size_t U, std::size_t V, std::size_t Ahead, class F, class T>
+__attribute__((always_inline)) inline void axpy_chunk(const B (&xb)[M][U], const T* w, std::size_t ldk, F* y, std::size_t ldy) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, NE = even_odd_columns<B, T> ? V / 2 * 2 : 0;
+    constexpr std::size_t step = NE > 0 ? 2 : 1;  // vectors a request covers (one line)
+    B acc[M][V];
+#pragma GCC unroll 16
+    for (std::size_t m = 0; m < M; ++m)
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < V; ++v) acc[m][v] = B::load_aligned(y + m * ldy + v * W);
+#pragma GCC unroll 8
+    for (std::size_t u = 0; u < U; ++u) {
+        if constexpr (Ahead > 0)
+#pragma GCC unroll 16
+            for (std::size_t v = 0; v < V; v += step) __builtin_prefetch(w + (u + Ahead) * ldk + v * W, 0, 2);
+        // each weight vector (pair, widened) into every row's sums as it is loaded: held all at
+        // once, the weight vectors and the sums would not fit in the registers
+        auto add = [&](std::size_t v, const B& wv) __attribute__((always_inline)) {
+#pragma GCC unroll 16
+            for (std::size_t m = 0; m < M; ++m) acc[m][v] = simd::fma(xb[m][u], wv, acc[m][v]);
+        };
+#pragma GCC unroll 8
+        for (std::size_t v = 0; v < NE; v += 2) {
+            B even, odd;
+            if constexpr (NE > 0) simd::widen_even_odd(w + u * ldk + v * W, even, odd);
+            add(v, even);
+            add(v + 1, odd);
+        }
+#pragma GCC unroll 16
+        for (std::size_t v = NE; v < V; ++v) add(v, simd::load<B>(w + u * ldk + v * W));
+    }
+#pragma GCC unroll 16
+    for (std::size_t m = 0; m < M; ++m)
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < V; ++v) acc[m][v].store_aligned(y + m * ldy + v * W);
+}
+
+// The vectors of columns from c on that axpy_rows' whole chunks left (fewer than 2 Width), in
+// chunks of Width, Width / 2 .. (bf16: down to pairs).
+template <class B, std::size_t M, std::size_t U, std::size_t Width, std::size_t Ahead, class F, class T>
+__attribute__((always_inline)) inline void axpy_rest(const B (&xb)[M][U], const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy,
+                                                     std::size_t& c) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    if constexpr (Width >= (even_odd_columns<B, T> ? 2 : 1)) {
+        if (c + Width * W <= ncols) {
+            axpy_chunk<B, M, U, Width, Ahead>(xb, w + c, ldk, y + c, ldy);
+            c += Width * W;
+        }
+        axpy_rest<B, M, U, Width / 2, Ahead>(xb, w, ldk, ncols, y, ldy, c);
+    }
+}
+
 // y[m][c] += sum over u < U of x[m][u] * w[u * ldk + c], for m < M and c < ncols: U weight rows
-// added into the sums (blocks of 2W columns in even/odd order for bf16, even_odd_columns). The
-// broadcasts of x are locals (stores to y may alias anything reached through a pointer). Ahead > 0:
-// each weight vector requests the same columns of the row Ahead rows on into L2.
-template <class B, std::size_t M, std::size_t U, std::size_t Ahead, class F, class T>
-inline void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) noexcept {
-    constexpr std::size_t W = simd::lanes<B>, H = even_odd_columns<B, T> ? 2 : 1;
+// added into the sums (blocks of 2W columns in even/odd order for bf16, even_odd_columns), in
+// chunks of V vectors of columns (axpy_chunk; the last narrower, halving: V/2, V/4 .. one), so
+// that each weight row is read in runs of V vectors: runs of one vector from U rows in turn read
+// a weight in L2 at 0.6x the speed of one stream (Zen 5, 288 x 768: 7.9 against 5.0 µs for chunks
+// of 16 vectors of two rows). Every column's sum takes the rows in order whatever the chunk.
+// The broadcasts of x are locals (stores to y may alias anything reached through a pointer).
+template <class B, std::size_t M, std::size_t U, std::size_t Vmin, std::size_t Ahead, class F, class T>
+__attribute__((noinline)) void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, H = even_odd_columns<B, T> ? 2 : 1, V = std::max(Vmin, H);
     B xb[M][U];
     for (std::size_t m = 0; m < M; ++m)
         for (std::size_t u = 0; u < U; ++u) xb[m][u] = B(x[m * ldx + u]);
     std::size_t c = 0;
-    for (; c + H * W <= ncols; c += H * W) {
-        B wv[U][H];
-#pragma GCC unroll 8
-        for (std::size_t u = 0; u < U; ++u) {
-            if constexpr (Ahead > 0) __builtin_prefetch(w + (u + Ahead) * ldk + c, 0, 2);
-            if constexpr (H == 2) simd::widen_even_odd(w + u * ldk + c, wv[u][0], wv[u][1]);
-            else wv[u][0] = simd::load<B>(w + u * ldk + c);
-        }
-#pragma GCC unroll 16
-        for (std::size_t m = 0; m < M; ++m)
-#pragma GCC unroll 2
-            for (std::size_t h = 0; h < H; ++h) {
-                B acc = B::load_aligned(y + m * ldy + c + h * W);
-#pragma GCC unroll 8
-                for (std::size_t u = 0; u < U; ++u) acc = simd::fma(xb[m][u], wv[u][h], acc);
-                acc.store_aligned(y + m * ldy + c + h * W);
-            }
-    }
+    for (; c + V * W <= ncols; c += V * W) axpy_chunk<B, M, U, V, Ahead>(xb, w + c, ldk, y + c, ldy);
+    axpy_rest<B, M, U, V / 2, Ahead>(xb, w, ldk, ncols, y, ldy, c);
     if constexpr (H == 2)  // one vector of columns left, in order
-        for (; c + W <= ncols; c += W)
-            for (std::size_t m = 0; m < M; ++m) {
-                B acc = B::load_aligned(y + m * ldy + c);
-                for (std::size_t u = 0; u < U; ++u) acc = simd::fma(xb[m][u], simd::load<B>(w + u * ldk + c), acc);
-                acc.store_aligned(y + m * ldy + c);
-            }
-    for (; c < ncols; ++c)
+        if (c + W <= ncols) {
+            axpy_chunk<B, M, U, 1, Ahead>(xb, w + c, ldk, y + c, ldy);
+            c += W;
+        }
+    for (; c < ncols; ++c)  // (std::fma, as every other kernel's tail: a column's bits in any panel)
         for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] += x[m * ldx + u] * simd::load<F>(w + u * ldk + c);
+            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] = std::fma(x[m * ldx + u], simd::load<F>(w + u * ldk + c), y[m * ldy + c]);
 }
 
 // Runs panel.template operator()<A>() with A = Ahead where the machine gains from software
@@ -204,13 +273,13 @@ inline void with_weight_requests(const Panel& panel) {
 
 // rows_k panel: y[m][c] = sum over k of x[m][k] * w[k * ldk + c] (Ahead: rows requested ahead,
 // never past the weight's last).
-template <class B, std::size_t M, std::size_t K, std::size_t U, std::size_t Ahead, class F, class T>
+template <class B, std::size_t M, std::size_t K, std::size_t U, std::size_t V, std::size_t Ahead, class F, class T>
 void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
     std::fill(y, y + M * ldy, F(0));
     std::size_t k = 0;
-    for (; k + U + Ahead <= K; k += U) axpy_rows<B, M, U, Ahead>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
-    for (; k + U <= K; k += U) axpy_rows<B, M, U, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
-    for (; k < K; ++k) axpy_rows<B, M, 1, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U + Ahead <= K; k += U) axpy_rows<B, M, U, V, Ahead>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U <= K; k += U) axpy_rows<B, M, U, V, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k < K; ++k) axpy_rows<B, M, 1, V, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
     if constexpr (even_odd_columns<B, T>) {
         constexpr std::size_t W = simd::lanes<B>;
         for (std::size_t m = 0; m < M; ++m)
@@ -233,14 +302,14 @@ void axpy_block(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
     for (std::size_t k = 0; k < K; ++k) {
         B wv[NV];
         if constexpr (NE > 0)
-#pragma GCC unroll 8
-            for (std::size_t v = 0; v < NE; v += 2) simd::widen_even_odd(w + k * ldk + v * W, wv[v], wv[v + 1]);
 #pragma GCC unroll 16
+            for (std::size_t v = 0; v < NE; v += 2) simd::widen_even_odd(w + k * ldk + v * W, wv[v], wv[v + 1]);
+#pragma GCC unroll 32
         for (std::size_t v = NE; v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + v * W);
 #pragma GCC unroll 4
         for (std::size_t m = 0; m < M; ++m) {
             const B xb(x[m * ldx + k]);
-#pragma GCC unroll 16
+#pragma GCC unroll 32
             for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
         }
     }
@@ -277,7 +346,21 @@ void axpy_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std:
     for (; c < ncols; ++c)
         for (std::size_t m = 0; m < M; ++m) {
             F s = 0;
-            for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * simd::load<F>(w + k * ldk + c);
+            for (std::size_t k = 0; k < K; ++k) s = std::fma(x[m * ldx + k], simd::load<F>(w + k * ldk + c), s);
+            y[m * ldy + c] = s;
+        }
+}
+
+// rows_k panel of all N columns: V vectors of sums (all of a row's whole vectors) in registers over
+// all of K, each weight row read whole and in order (axpy_block); the columns past them in scalars.
+template <class B, std::size_t M, std::size_t V, std::size_t K, class F, class T>
+void axpy_whole_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+    constexpr std::size_t W = simd::lanes<B>;
+    axpy_block<B, M, V>(x, ldx, w, ldk, K, y, ldy);
+    for (std::size_t c = V * W; c < ncols; ++c)
+        for (std::size_t m = 0; m < M; ++m) {
+            F s = 0;
+            for (std::size_t k = 0; k < K; ++k) s = std::fma(x[m * ldx + k], simd::load<F>(w + k * ldk + c), s);
             y[m * ldy + c] = s;
         }
 }
@@ -595,12 +678,20 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
             dot_panel<B, M, G::MB, G::RN, K, dots::pairs>(x, ldx, w, ldw, ncols, y, NP);
         else if constexpr (pairs && wl == weight_layout::rows_k) {
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
-            if constexpr (G::sums_in_registers(bytes)) pair_axpy_columns<B, M, G::NV / 2, K>(x, ldx, w, ldw, ncols, y, LD);
-            else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::rows_per_step(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
+            if constexpr (G::pair_sums_in_registers(bytes)) pair_axpy_columns<B, M, G::NV / 2, K>(x, ldx, w, ldw, ncols, y, LD);
+            else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::pair_rows_per_step(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
 #endif
         } else if constexpr (wl == weight_layout::rows_k) {
+            auto rows = [&] {
+                with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() {
+                    axpy_panel<B, M, K, G::rows_per_step(bytes), G::chunk_vectors(bytes), Ahead>(x, ldx, w, ldw, ncols, y, NP);
+                });
+            };
             if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
-            else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { axpy_panel<B, M, K, G::rows_per_step(bytes), Ahead>(x, ldx, w, ldw, ncols, y, NP); });
+            else if constexpr (constexpr std::size_t V = G::whole_row_vectors(bytes); V > 0) {
+                if (ncols == N) axpy_whole_rows<B, M, V, K>(x, ldx, w, ldw, ncols, y, NP);
+                else rows();  // (a panel of the columns, for a thread)
+            } else rows();
         }
         else if constexpr (even_odd) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
