@@ -95,16 +95,16 @@ struct matvec_tiling {
     // rows_k: a weight of up to 32 KiB (in L1), or one in L2 with two rows of x, keeps the sums of
     // NV vectors of columns in registers over all of K (axpy_columns), given 32 registers (with 16
     // the sums and the weight vectors do not fit: x86-64-v3 on Zen 5, 288 x 768 6.7 -> 7.2 µs).
-    // Beyond L1 each weight row is then read in runs of NV vectors with a stride, which with one
-    // row of x ran 1.4-1.6x slower than chunks of rows (Zen 5, 288 x 768, 32 x 256 in L1 0.09
-    // against 0.14 µs); with two, chunks were level to slower.
+    // Beyond L1 each weight row is then read in runs of NV vectors with a stride: with one row of
+    // x 1.4-1.6x the time of chunks of rows (Zen 5, 288 x 768), with two level to faster. In L1
+    // (32 x 256) the blocks took 0.09 µs, chunks 0.14.
     static constexpr std::size_t NV = M <= 2 && regs >= 32 ? 16 / M : 0;
     static constexpr bool sums_in_registers(std::size_t bytes) {
         return NV > 0 && (bytes <= (std::size_t{32} << 10) || (M == 2 && in_l2(bytes)));
     }
     // rows_k, one row of x and a weight in L2 whose rows are at most 24 whole vectors: each row
     // read whole and in order, all the sums in registers over all of K (axpy_whole_rows; Zen 5,
-    // 768 x 288: 5.2 µs against 8.1-8.3 in two blocks of 9 vectors or in chunks); 0: not so.
+    // 768 x 288: 5.2-5.7 µs against 8.1-8.5 in two blocks of 9 vectors or in chunks); 0: not so.
     static constexpr std::size_t whole_row_vectors(std::size_t bytes) {
         return regs >= 32 && M == 1 && in_l2(bytes) && N / W <= 24 ? N / W : 0;
     }
