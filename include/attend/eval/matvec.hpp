@@ -8,7 +8,8 @@
 //   time, in chunks of columns whose sums are held in registers: each row's segment is read in
 //   runs of a chunk's width and added into the sums (axpy_rows). A weight in L1 (or in L2 with
 //   two rows of x) keeps all its sums in registers over all of K (axpy_columns), as does one row
-//   of x against a weight in L2 whose rows fit in 24 vectors (axpy_whole_rows).
+//   of x against a weight in L2 whose rows fit in 24 vectors when one panel covers them
+//   (axpy_whole_rows).
 // - `rows_n`: B (K, N) with K contiguous (`matmul(x, transpose(W))`, W (N, K): the checkpoint
 //   layout). Each output column is a dot product of a weight row with x: RN weight rows at once,
 //   each read sequentially, into MB x RN vector accumulators, summed across lanes at the end.
@@ -103,12 +104,13 @@ struct matvec_tiling {
         return NV > 0 && (bytes <= (std::size_t{32} << 10) || (M == 2 && in_l2(bytes)));
     }
     // rows_k, one row of x and a weight in L2 whose rows are at most 24 whole vectors: each row
-    // read whole and in order, all the sums in registers over all of K (axpy_whole_rows; Zen 5,
-    // 768 x 288: 5.2-5.7 µs against 8.1-8.5 in two blocks of 9 vectors or in chunks); 0: not so.
-    static constexpr std::size_t whole_row_vectors(std::size_t bytes) {
-        return regs >= 32 && M == 1 && in_l2(bytes) && N / W <= 24 ? N / W : 0;
-    }
-    // The same for pair products (bf16 x, pair_axpy_columns), with up to 1 MiB (in L2).
+    // read whole and in order, all the sums in registers over all of K (axpy_whole_rows, when one
+    // panel covers all N columns; Zen 5, 768 x 288: 5.2-5.7 µs against 8.1-8.5 in two blocks of 9
+    // vectors or in chunks); 0: not so.
+    static constexpr std::size_t whole_row_vectors(std::size_t bytes) { return chunked(bytes) && N / W <= 24 ? N / W : 0; }
+    // Pair products (bf16 x and weight, pair_axpy_columns and pair_axpy_panel) keep the rules
+    // measured for them before chunks: sums in registers for one or two rows of x up to 1 MiB, 4
+    // rows a step below 16 MiB.
     static constexpr bool pair_sums_in_registers(std::size_t bytes) { return NV > 0 && in_l2(bytes); }
     static constexpr std::size_t pair_rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
     // rows_n: x rows and weight rows per register tile, MB x RN accumulators plus RN weight
@@ -180,6 +182,34 @@ inline void interleave_block(F* y) noexcept {
     for (std::size_t i = 0; i < W; ++i) y[2 * i] = t[i], y[2 * i + 1] = t[W + i];
 }
 
+// y[m][c] += sum over k < K of x[m][k] * w[k * ldk + c] for the columns c0 .. ncols (those past
+// the last whole vector), k in order by std::fma, so that a column's sum has the same bits in
+// axpy_rows, axpy_columns and axpy_whole_rows, in a panel of any width; four columns' chains side
+// by side in registers (one column after another, each waiting on the FMA's latency, took 2x).
+template <std::size_t M, class F, class T>
+inline void axpy_tail(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t K, std::size_t c0, std::size_t ncols,
+                      F* y, std::size_t ldy) noexcept {
+    for (std::size_t m = 0; m < M; ++m) {
+        const F* xm = x + m * ldx;
+        F* ym = y + m * ldy;
+        std::size_t c = c0;
+        for (; c + 4 <= ncols; c += 4) {
+            F s0 = ym[c], s1 = ym[c + 1], s2 = ym[c + 2], s3 = ym[c + 3];
+            for (std::size_t k = 0; k < K; ++k) {
+                const T* wk = w + k * ldk + c;
+                s0 = std::fma(xm[k], simd::load<F>(wk), s0), s1 = std::fma(xm[k], simd::load<F>(wk + 1), s1);
+                s2 = std::fma(xm[k], simd::load<F>(wk + 2), s2), s3 = std::fma(xm[k], simd::load<F>(wk + 3), s3);
+            }
+            ym[c] = s0, ym[c + 1] = s1, ym[c + 2] = s2, ym[c + 3] = s3;
+        }
+        for (; c < ncols; ++c) {
+            F s0 = ym[c];
+            for (std::size_t k = 0; k < K; ++k) s0 = std::fma(xm[k], simd::load<F>(w + k * ldk + c), s0);
+            ym[c] = s0;
+        }
+    }
+}
+
 // y[m][c .. c + V W) += sum over u < U of x[m][u] * w[u * ldk + c ..]: one chunk of V vectors of
 // columns, its M x V sums loaded from y, the U weight rows' segments added row after row, stored
 // back (bf16: pairs of vectors widened into even and odd columns; a chunk of one vector widens in
@@ -199,18 +229,22 @@ __attribute__((always_inline)) inline void axpy_chunk(const B (&xb)[M][U], const
 #pragma GCC unroll 16
             for (std::size_t v = 0; v < V; v += step) __builtin_prefetch(w + (u + Ahead) * ldk + v * W, 0, 2);
         // each weight vector (pair, widened) into every row's sums as it is loaded: held all at
-        // once, the weight vectors and the sums would not fit in the registers
-        auto add = [&](std::size_t v, const B& wv) __attribute__((always_inline)) {
+        // once, the weight vectors and the sums would not fit in the registers. With several rows
+        // of x it is held in a register, else g++ folds its load into every row's FMA (three rows,
+        // 1024 x 512: 28.4-28.7 against 23.1-24.6 µs loaded once).
+        auto add = [&](std::size_t v, B wv) __attribute__((always_inline)) {
+            if constexpr (M > 1 && simd::is_batch<B>) simd::in_register(wv.data);
 #pragma GCC unroll 16
             for (std::size_t m = 0; m < M; ++m) acc[m][v] = simd::fma(xb[m][u], wv, acc[m][v]);
         };
+        if constexpr (NE > 0)
 #pragma GCC unroll 8
-        for (std::size_t v = 0; v < NE; v += 2) {
-            B even, odd;
-            if constexpr (NE > 0) simd::widen_even_odd(w + u * ldk + v * W, even, odd);
-            add(v, even);
-            add(v + 1, odd);
-        }
+            for (std::size_t v = 0; v < NE; v += 2) {
+                B even, odd;
+                simd::widen_even_odd(w + u * ldk + v * W, even, odd);
+                add(v, even);
+                add(v + 1, odd);
+            }
 #pragma GCC unroll 16
         for (std::size_t v = NE; v < V; ++v) add(v, simd::load<B>(w + u * ldk + v * W));
     }
@@ -256,9 +290,7 @@ __attribute__((noinline)) void axpy_rows(const F* x, std::size_t ldx, const T* w
             axpy_chunk<B, M, U, 1, Ahead>(xb, w + c, ldk, y + c, ldy);
             c += W;
         }
-    for (; c < ncols; ++c)  // (std::fma, as every other kernel's tail: a column's bits in any panel)
-        for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t u = 0; u < U; ++u) y[m * ldy + c] = std::fma(x[m * ldx + u], simd::load<F>(w + u * ldk + c), y[m * ldy + c]);
+    axpy_tail<M>(x, ldx, w, ldk, U, c, ncols, y, ldy);
 }
 
 // Runs panel.template operator()<A>() with A = Ahead where the machine gains from software
@@ -343,26 +375,19 @@ void axpy_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std:
         with_count<NV>(width, [&]<std::size_t V>() { axpy_block<B, M, V>(x, ldx, w + c, ldk, K, y + c, ldy); });
         c += width * W;
     }
-    for (; c < ncols; ++c)
-        for (std::size_t m = 0; m < M; ++m) {
-            F s = 0;
-            for (std::size_t k = 0; k < K; ++k) s = std::fma(x[m * ldx + k], simd::load<F>(w + k * ldk + c), s);
-            y[m * ldy + c] = s;
-        }
+    for (std::size_t m = 0; m < M; ++m) std::fill(y + m * ldy + c, y + m * ldy + ncols, F(0));
+    axpy_tail<M>(x, ldx, w, ldk, K, c, ncols, y, ldy);
 }
 
-// rows_k panel of all N columns: V vectors of sums (all of a row's whole vectors) in registers over
-// all of K, each weight row read whole and in order (axpy_block); the columns past them in scalars.
-template <class B, std::size_t M, std::size_t V, std::size_t K, class F, class T>
-void axpy_whole_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+// rows_k panel of all N columns (one work item: a thread's narrower panel takes axpy_panel): V
+// vectors of sums (all of a row's whole vectors) in registers over all of K, each weight row read
+// whole and in order (axpy_block); the columns past them by axpy_tail.
+template <class B, std::size_t M, std::size_t V, class F, class T>
+void axpy_whole_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t K, std::size_t ncols, F* y, std::size_t ldy) {
     constexpr std::size_t W = simd::lanes<B>;
     axpy_block<B, M, V>(x, ldx, w, ldk, K, y, ldy);
-    for (std::size_t c = V * W; c < ncols; ++c)
-        for (std::size_t m = 0; m < M; ++m) {
-            F s = 0;
-            for (std::size_t k = 0; k < K; ++k) s = std::fma(x[m * ldx + k], simd::load<F>(w + k * ldk + c), s);
-            y[m * ldy + c] = s;
-        }
+    for (std::size_t m = 0; m < M; ++m) std::fill(y + m * ldy + V * W, y + m * ldy + ncols, F(0));
+    axpy_tail<M>(x, ldx, w, ldk, K, V * W, ncols, y, ldy);
 }
 
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
@@ -689,7 +714,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
             };
             if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
             else if constexpr (constexpr std::size_t V = G::whole_row_vectors(bytes); V > 0) {
-                if (ncols == N) axpy_whole_rows<B, M, V, K>(x, ldx, w, ldw, ncols, y, NP);
+                if (ncols == N) axpy_whole_rows<B, M, V>(x, ldx, w, ldw, K, ncols, y, NP);
                 else rows();  // (a panel of the columns, for a thread)
             } else rows();
         }
