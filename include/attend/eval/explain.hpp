@@ -221,7 +221,7 @@ std::string explain(const E& e) {
         constexpr bool even_odd = !pairs && detail::even_odd_rows<typename G::B, FM, T, MM::M, MM::K>;
         const std::string rows_k = (pairs ? G::pair_sums_in_registers(bytes) : G::sums_in_registers(bytes))
                                        ? "sums of " + std::to_string(pairs ? G::NV / 2 : G::NV) + " vectors of columns in registers over all of K"
-                                   : pairs ? std::to_string(G::pair_rows_per_step(bytes)) + " rows of (K, N) at a time added into the panel's sums"
+                                   : pairs ? std::to_string(G::rows_per_step_unchunked(bytes)) + " rows of (K, N) at a time added into the panel's sums"
                                    : G::whole_row_vectors(bytes) > 0
                                        ? "rows read whole, the sums of all " + std::to_string(G::whole_row_vectors(bytes)) +
                                              " vectors of columns in registers over all of K (one panel)"

@@ -76,9 +76,9 @@ struct matvec_tiling {
     // 8, and 4 rows of x with 8 weight rows were 33 % slower).
     static constexpr bool in_l2(std::size_t bytes) { return bytes <= (std::size_t{1} << 20); }
     static constexpr bool chunked(std::size_t bytes) { return M == 1 && regs >= 32 && in_l2(bytes); }
-    static constexpr std::size_t rows_per_step(std::size_t bytes) {
-        return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : chunked(bytes) ? 2 : 4;
-    }
+    static constexpr std::size_t rows_per_step(std::size_t bytes) { return chunked(bytes) ? 2 : rows_per_step_unchunked(bytes); }
+    // (also the rule of pair products, pair_axpy_panel, which take no chunks)
+    static constexpr std::size_t rows_per_step_unchunked(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
     // rows_k: vectors of columns per chunk of sums (axpy_rows: M x V sums in registers per step,
     // each weight row read in runs of V vectors). 16 for one row of x against a weight in L2: two
     // rows in runs of 16 vectors read it as fast as one stream, where runs of one vector from four
@@ -109,10 +109,9 @@ struct matvec_tiling {
     // vectors or in chunks); 0: not so.
     static constexpr std::size_t whole_row_vectors(std::size_t bytes) { return chunked(bytes) && N / W <= 24 ? N / W : 0; }
     // Pair products (bf16 x and weight, pair_axpy_columns and pair_axpy_panel) keep the rules
-    // measured for them before chunks: sums in registers for one or two rows of x up to 1 MiB, 4
-    // rows a step below 16 MiB.
+    // measured for them before chunks: sums in registers for one or two rows of x up to 1 MiB,
+    // else rows_per_step_unchunked.
     static constexpr bool pair_sums_in_registers(std::size_t bytes) { return NV > 0 && in_l2(bytes); }
-    static constexpr std::size_t pair_rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
     // rows_n: x rows and weight rows per register tile, MB x RN accumulators plus RN weight
     // vectors and one x vector within the register file.
     static constexpr std::size_t MB = std::min(M, regs >= 32 ? std::size_t{8} : std::size_t{4});
@@ -704,7 +703,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         else if constexpr (pairs && wl == weight_layout::rows_k) {
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
             if constexpr (G::pair_sums_in_registers(bytes)) pair_axpy_columns<B, M, G::NV / 2, K>(x, ldx, w, ldw, ncols, y, LD);
-            else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::pair_rows_per_step(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
+            else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::rows_per_step_unchunked(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
 #endif
         } else if constexpr (wl == weight_layout::rows_k) {
             auto rows = [&] {
