@@ -228,6 +228,19 @@ inline void in_register(R& r) noexcept {
     (void)r;
 #endif
 }
+// x held in a register (in_register on a batch's register; a scalar as it is): a value used
+// by several instructions is then loaded once, not folded into each. (The copy through a plain
+// register type: on a batch's member g++ kept storing the value to the stack as well.)
+template <class B>
+inline B held(const B& x) noexcept {
+    if constexpr (requires { x.data; }) {
+        auto r = x.data;
+        in_register(r);
+        return B(r);
+    } else {
+        return x;
+    }
+}
 
 // 2 x lanes bf16 values at p as float lanes: even = p[0], p[2], ...; odd = p[1], p[3], ... (a
 // shift and a mask of 32-bit lanes: no shuffle). Dot products along p's axis take them against
