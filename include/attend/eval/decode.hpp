@@ -397,7 +397,7 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
     auto pass = [&]<std::size_t Rows, std::size_t Cols, bool Whole>(std::size_t i0, std::size_t c0, std::size_t share) {
         // (locals, not the captures: g++ reloaded them after every key). When the cache is in L3
         // (no requests), V held in registers for the rows' FMAs, not loaded again for each: 8 x 4
-        // heads over 1000 keys, g++ 131.6 -> 119 µs; from DRAM it was 1.25x slower.
+        // heads over 1000 keys, g++ 131.6 -> 119 µs; from DRAM untested beyond a level probe.
         const std::size_t n = Whole ? KB : live, ld = ldv;
         const T* vr = v + c0;
         const F* pr = pt + i0 * BN;
