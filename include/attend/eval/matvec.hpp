@@ -101,9 +101,9 @@ struct matvec_tiling {
     // clang++ 1.79-1.82 -> 1.38): the plan asks the machine (`with_weight_requests`).
     static constexpr std::size_t rows_ahead(std::size_t bytes) { return rows_per_step_unchunked(bytes) == 8 ? 16 : 0; }
     // rows_k: a weight of up to 32 KiB (in L1), or one in L2 with two rows of x (or with one, a
-    // 16-bit weight that takes no chunks), keeps the sums of
-    // NV vectors of columns in registers over all of K (axpy_columns), given 32 registers (with 16
-    // the sums and the weight vectors do not fit: x86-64-v3 on Zen 5, 288 x 768 6.7 -> 7.2 µs).
+    // 16-bit weight that takes no chunks), keeps the sums of NV vectors of columns in registers
+    // over all of K (axpy_columns), given 32 registers (with 16 the sums and the weight vectors do
+    // not fit: x86-64-v3 on Zen 5, 288 x 768 6.7 -> 7.2 µs).
     // Beyond L1 each weight row is then read in runs of NV vectors with a stride: with one row of
     // x 1.4-1.6x the time of chunks of rows (Zen 5, 288 x 768), with two level to faster. In L1
     // (32 x 256) the blocks took 0.09 µs, chunks 0.14.
