@@ -150,8 +150,10 @@ inline std::vector<int> encode(const tokenizer& t, std::string_view text, bool b
     return tokens;
 }
 
-// The text of `token` after `prev`: a piece's leading space is dropped after BOS, and "<0xXX>"
-// stands for the byte XX. An id outside the vocabulary gives "".
+// The text of `token` after `prev`: a piece's leading space is dropped after BOS, and a piece
+// that run.c's `sscanf(piece, "<0x%02hhX>", ...)` reads stands for that byte — the same call, so
+// malformed pieces decode as there ("<0x4G>" is the byte 4, "<0x41>z" is "A"). An id outside the
+// vocabulary gives "".
 inline std::string_view decode(const tokenizer& t, int prev, int token) {
     static const std::array<char, 256> bytes = [] {
         std::array<char, 256> b{};
@@ -161,17 +163,15 @@ inline std::string_view decode(const tokenizer& t, int prev, int token) {
     if (token < 0 || std::size_t(token) >= t.pieces.size()) return {};
     std::string_view piece = t.pieces[std::size_t(token)];
     if (prev == 1 && !piece.empty() && piece[0] == ' ') piece.remove_prefix(1);
-    auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
-    if (piece.size() == 6 && piece.substr(0, 3) == "<0x" && piece[5] == '>' && hex(piece[3]) && hex(piece[4])) {
-        const std::size_t value = std::stoul(std::string(piece.substr(3, 2)), nullptr, 16);
-        return {bytes.data() + value, 1};
-    }
+    unsigned char value = 0;  // (the piece is a suffix of a std::string: NUL-terminated)
+    if (std::sscanf(piece.data(), "<0x%02hhX>", &value) == 1) return {bytes.data() + value, 1};
     return piece;
 }
 
-// run.c's safe_printf: nothing for an empty piece or a lone byte that is neither printable nor
-// white space (control bytes from byte tokens).
+// run.c's safe_printf: the piece as a C string (up to a NUL byte in it), nothing when that is
+// empty or a lone byte that is neither printable nor white space (control bytes from byte tokens).
 inline void safe_print(std::string_view piece, std::FILE* out) {
+    piece = piece.substr(0, piece.find('\0'));
     if (piece.empty()) return;
     if (piece.size() == 1) {
         const unsigned char c = static_cast<unsigned char>(piece[0]);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -18,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "llama2/model.hpp"
@@ -196,6 +198,28 @@ BOOST_AUTO_TEST_CASE(merges_in_run_c_order) {
         merged += int(singles.size() - want.size());
     }
     BOOST_TEST(merged > 1000);  // the texts did merge, many times
+}
+
+// Decoding and printing as run.c does, malformed pieces included: a piece its
+// sscanf("<0x%02hhX>") reads is that byte ("<0x4G>" is 4, "<0x41>z" is "A"), others print as they
+// are, up to a NUL byte in them (printf's "%s"), and a lone unprintable byte prints nothing.
+BOOST_AUTO_TEST_CASE(decodes_and_prints_as_run_c) {
+    const std::vector<std::string> pieces{"<unk>", "<s>", "</s>", "<0x41>", "<0x4G>", "<0x41>z", "<0x4>", "<0x>", "<0xZZ>",
+                                          " hi", std::string("a\0b", 3), "<0x0A>", "<0x07>", "<0x00>", "<0x61>"};
+    const llama2::tokenizer t = make_tokenizer(pieces, std::vector<float>(pieces.size(), 0.0f));
+    const std::vector<std::pair<int, std::string>> decoded{
+        {3, "A"}, {4, "\x04"}, {5, "A"}, {6, "\x04"}, {7, "<0x>"}, {8, "<0xZZ>"}, {9, " hi"}, {11, "\n"}, {13, std::string(1, '\0')}, {14, "a"}};
+    for (const auto& [id, want] : decoded) BOOST_TEST(std::string(llama2::decode(t, 0, id)) == want, "piece " << id);
+    BOOST_TEST(std::string(llama2::decode(t, 1, 9)) == "hi");  // the leading space dropped after BOS
+    BOOST_TEST(llama2::decode(t, 0, int(pieces.size())).empty());
+    char* buf = nullptr;
+    std::size_t len = 0;
+    std::FILE* out = open_memstream(&buf, &len);
+    BOOST_REQUIRE(out != nullptr);
+    for (int id : {3, 4, 9, 10, 11, 12, 13, 7, 14}) llama2::safe_print(llama2::decode(t, 0, id), out);
+    std::fclose(out);
+    BOOST_TEST(std::string(buf, len) == "A hia\n<0x>a");
+    std::free(buf);
 }
 
 // Top-p sampling where the cutoff drops every token (a flat distribution and a tiny top-p; NaN
