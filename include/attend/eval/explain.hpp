@@ -205,7 +205,8 @@ std::string explain(const E& e) {
     } else if constexpr (p == plan::matvec) {
         using MM = std::remove_cvref_t<decltype(detail::find_matmul(std::declval<const L&>()))>;
         using FM = detail::compute_t<MM, double>;  // the matmul's own compute type, as evaluate_contraction's
-        using G = detail::matvec_tiling<FM, Arch, MM::M, MM::N>;
+        using T = typename decltype(MM::b)::value_type;
+        using G = detail::matvec_tiling<FM, Arch, MM::M, MM::N, T>;
         using A = decltype(MM::a);
         constexpr bool by_rows = detail::weight_layout_of<decltype(MM::b), FM> == detail::weight_layout::rows_k;
         s += "plan: matvec, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
@@ -216,17 +217,16 @@ std::string explain(const E& e) {
                             : std::is_same_v<typename A::value_type, X> ? "materialised first"
                                                                         : "widened first";
         s += std::string("  x (") + x_how + "): " + detail::describe<A>() + "\n";
-        using T = typename decltype(MM::b)::value_type;
         constexpr std::size_t bytes = MM::K * MM::N * sizeof(T);
         constexpr bool even_odd = !pairs && detail::even_odd_rows<typename G::B, FM, T, MM::M, MM::K>;
-        const std::string rows_k = (pairs ? G::pair_sums_in_registers(bytes) : G::sums_in_registers(bytes, sizeof(T)))
+        const std::string rows_k = (pairs ? G::pair_sums_in_registers(bytes) : G::sums_in_registers(bytes))
                                        ? "sums of " + std::to_string(pairs ? G::NV / 2 : G::NV) + " vectors of columns in registers over all of K"
                                    : pairs ? std::to_string(G::rows_per_step_unchunked(bytes)) + " rows of (K, N) at a time added into the panel's sums"
-                                   : G::whole_row_vectors(bytes, sizeof(T)) > 0
-                                       ? "rows read whole, the sums of all " + std::to_string(G::whole_row_vectors(bytes, sizeof(T))) +
+                                   : G::whole_row_vectors(bytes) > 0
+                                       ? "rows read whole, the sums of all " + std::to_string(G::whole_row_vectors(bytes)) +
                                              " vectors of columns in registers over all of K (one panel)"
-                                       : std::to_string(G::rows_per_step(bytes, sizeof(T))) + " rows of (K, N) at a time added into the panel's sums, " +
-                                             std::to_string(G::chunk_vectors(bytes, sizeof(T))) + " vector(s) of columns a chunk";
+                                       : std::to_string(G::rows_per_step(bytes)) + " rows of (K, N) at a time added into the panel's sums, " +
+                                             std::to_string(G::chunk_vectors(bytes)) + " vector(s) of columns a chunk";
         const std::string rows_n = std::to_string(G::RN) + " rows of (N, K) at a time as dot products, " + std::to_string(G::MB) +
                                    " row(s) of x per register tile" +
                                    (even_odd ? "; bf16 widened into even and odd elements, against x split the same way" : "") +

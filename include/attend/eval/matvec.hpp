@@ -48,11 +48,13 @@ inline constexpr weight_layout weight_layout_of = streamed<Bop, F, 0>   ? weight
                                                   : streamed<Bop, F, 1> ? weight_layout::rows_n
                                                                         : weight_layout::none;
 
-// The matvec schedule for element type F on the target (docs/performance.md, "Tuning history").
-template <class F, class Arch, std::size_t M, std::size_t N>
+// The matvec schedule for compute type F on the target, for a weight stored as Stored (F, or a
+// 16-bit type widened as it streams; the rules taking `bytes` are about the weight as stored)
+// (docs/performance.md, "Tuning history").
+template <class F, class Arch, std::size_t M, std::size_t N, class Stored = F>
 struct matvec_tiling {
     using B = simd::batch<F, Arch>;
-    static constexpr std::size_t W = simd::lanes<B>, regs = simd::vector_registers<Arch>;
+    static constexpr std::size_t W = simd::lanes<B>, regs = simd::vector_registers<Arch>, element = sizeof(Stored);
     // When the plan applies: up to 16 rows; beyond two rows only for a weight of at least
     // M x 256 KiB, which comes from beyond L2 — a weight in cache with more rows is bound by
     // FMAs, where the register-blocked contraction was faster (Zen 1: 16 x 512 x 512 290 against
@@ -75,15 +77,13 @@ struct matvec_tiling {
     // L2 given 32 registers (chunked, below); else 4 (a weight in cache read 10-20 % slower with
     // 8, and 4 rows of x with 8 weight rows were 33 % slower).
     static constexpr bool in_l2(std::size_t bytes) { return bytes <= (std::size_t{1} << 20); }
-    // `element`: the weight's bytes per element as stored. A 16-bit weight with rows of more than
-    // 24 vectors keeps the blocks (sums_in_registers): chunks read 288 x 768 bf16 3-14 % slower in
-    // all of 4 runs (Zen 5, g++ and clang++, 2026-11-28).
-    static constexpr bool chunked(std::size_t bytes, std::size_t element) {
+    // A 16-bit weight with rows of more than 24 vectors keeps the blocks (sums_in_registers):
+    // chunks read 288 x 768 bf16 3-14 % slower in all of 4 runs (Zen 5, g++ and clang++,
+    // 2026-11-28).
+    static constexpr bool chunked(std::size_t bytes) {
         return M == 1 && regs >= 32 && in_l2(bytes) && (element >= sizeof(F) || N / W <= 24);
     }
-    static constexpr std::size_t rows_per_step(std::size_t bytes, std::size_t element) {
-        return chunked(bytes, element) ? 2 : rows_per_step_unchunked(bytes);
-    }
+    static constexpr std::size_t rows_per_step(std::size_t bytes) { return chunked(bytes) ? 2 : rows_per_step_unchunked(bytes); }
     // (also the rule of pair products, pair_axpy_panel, which take no chunks)
     static constexpr std::size_t rows_per_step_unchunked(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
     // rows_k: vectors of columns per chunk of sums (axpy_rows: M x V sums in registers per step,
@@ -92,7 +92,7 @@ struct matvec_tiling {
     // rows in turn took 1.6x as long (Zen 5, 288 x 768: 5.0 against 7.9 µs). Else one vector (bf16:
     // a pair): from DRAM (Zen 5, 4096^2) runs of 16 were level for float weights and 1.2x slower
     // for bf16 ones.
-    static constexpr std::size_t chunk_vectors(std::size_t bytes, std::size_t element) { return chunked(bytes, element) ? 16 : 1; }
+    static constexpr std::size_t chunk_vectors(std::size_t bytes) { return chunked(bytes) ? 16 : 1; }
     // rows_k with 8 rows per step (from DRAM): each weight vector also requests the same columns
     // of the row two steps on into L2 (Zen 4, 4096^2 in-process A/B, both compilers: float
     // 0.82-0.90x the time, bf16 weights 0.86-0.99x; one step on or into L1 was less or slower,
@@ -108,16 +108,14 @@ struct matvec_tiling {
     // x 1.4-1.6x the time of chunks of rows (Zen 5, 288 x 768), with two level to faster. In L1
     // (32 x 256) the blocks took 0.09 µs, chunks 0.14.
     static constexpr std::size_t NV = M <= 2 && regs >= 32 ? 16 / M : 0;
-    static constexpr bool sums_in_registers(std::size_t bytes, std::size_t element) {
-        return NV > 0 && (bytes <= (std::size_t{32} << 10) || (M <= 2 && in_l2(bytes) && !chunked(bytes, element)));
+    static constexpr bool sums_in_registers(std::size_t bytes) {
+        return NV > 0 && (bytes <= (std::size_t{32} << 10) || (M <= 2 && in_l2(bytes) && !chunked(bytes)));
     }
     // rows_k, one row of x and a weight in L2 whose rows are at most 24 whole vectors: each row
     // read whole and in order, all the sums in registers over all of K (axpy_whole_rows, when one
     // panel covers all N columns; Zen 5, 768 x 288: 5.2-5.7 µs against 8.1-8.5 in two blocks of 9
     // vectors or in chunks); 0: not so.
-    static constexpr std::size_t whole_row_vectors(std::size_t bytes, std::size_t element) {
-        return chunked(bytes, element) && N / W <= 24 ? N / W : 0;
-    }
+    static constexpr std::size_t whole_row_vectors(std::size_t bytes) { return chunked(bytes) && N / W <= 24 ? N / W : 0; }
     // Pair products (bf16 x and weight, pair_axpy_columns and pair_axpy_panel) keep the rules
     // measured for them before chunks: sums in registers for one or two rows of x up to 1 MiB,
     // else rows_per_step_unchunked.
@@ -242,7 +240,7 @@ __attribute__((always_inline)) inline void axpy_chunk(const B (&xb)[M][U], const
         // of x it is held in a register, else g++ folds its load into every row's FMA (three rows,
         // 1024 x 512: 28.4-28.7 against 23.1-24.6 µs loaded once).
         auto add = [&](std::size_t v, B wv) __attribute__((always_inline)) {
-            if constexpr (M > 1 && simd::is_batch<B>) simd::in_register(wv.data);
+            if constexpr (M > 1) wv = simd::held(wv);
 #pragma GCC unroll 16
             for (std::size_t m = 0; m < M; ++m) acc[m][v] = simd::fma(xb[m][u], wv, acc[m][v]);
         };
@@ -678,7 +676,7 @@ template <class Arch, class S, class F, class A, class Bop, class Finish>
 void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
     using MM = matmul_node<A, Bop>;
     constexpr std::size_t R = S::rank, M = MM::M, K = MM::K, N = MM::N;
-    using G = matvec_tiling<F, Arch, M, N>;
+    using G = matvec_tiling<F, Arch, M, N, typename Bop::value_type>;
     using B = typename G::B;
     constexpr std::size_t W = G::W;
     constexpr std::size_t NP = G::NP, batches = S::size / (M * N);
@@ -707,7 +705,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         alignas(64) F y[M * LD];
         const auto* x = matrix_at(mm.a, p, 0, 0).first;  // F, or bf16 for pairs
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
-        constexpr std::size_t element = sizeof(typename Bop::value_type), bytes = K * N * element;
+        constexpr std::size_t bytes = K * N * G::element;  // the weight as stored
         if constexpr (pairs && wl == weight_layout::rows_n)
             dot_panel<B, M, G::MB, G::RN, K, dots::pairs>(x, ldx, w, ldw, ncols, y, NP);
         else if constexpr (pairs && wl == weight_layout::rows_k) {
@@ -718,11 +716,11 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         } else if constexpr (wl == weight_layout::rows_k) {
             auto rows = [&] {
                 with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() {
-                    axpy_panel<B, M, K, G::rows_per_step(bytes, element), G::chunk_vectors(bytes, element), Ahead>(x, ldx, w, ldw, ncols, y, NP);
+                    axpy_panel<B, M, K, G::rows_per_step(bytes), G::chunk_vectors(bytes), Ahead>(x, ldx, w, ldw, ncols, y, NP);
                 });
             };
-            if constexpr (G::sums_in_registers(bytes, element)) axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
-            else if constexpr (constexpr std::size_t V = G::whole_row_vectors(bytes, element); V > 0) {
+            if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
+            else if constexpr (constexpr std::size_t V = G::whole_row_vectors(bytes); V > 0) {
                 if (ncols == N) axpy_whole_rows<B, M, V>(x, ldx, w, ldw, K, ncols, y, NP);
                 else rows();  // (a panel of the columns, for a thread)
             } else rows();
