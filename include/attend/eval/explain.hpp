@@ -217,7 +217,7 @@ std::string explain(const E& e) {
                             : std::is_same_v<typename A::value_type, X> ? "materialised first"
                                                                         : "widened first";
         s += std::string("  x (") + x_how + "): " + detail::describe<A>() + "\n";
-        constexpr std::size_t bytes = MM::K * MM::N * sizeof(T);
+        constexpr std::size_t bytes = G::weight_bytes(MM::K);
         constexpr bool even_odd = !pairs && detail::even_odd_rows<typename G::B, FM, T, MM::M, MM::K>;
         const std::string rows_k = (pairs ? G::pair_sums_in_registers(bytes) : G::sums_in_registers(bytes))
                                        ? "sums of " + std::to_string(pairs ? G::NV / 2 : G::NV) + " vectors of columns in registers over all of K"

@@ -55,6 +55,8 @@ template <class F, class Arch, std::size_t M, std::size_t N, class Stored = F>
 struct matvec_tiling {
     using B = simd::batch<F, Arch>;
     static constexpr std::size_t W = simd::lanes<B>, regs = simd::vector_registers<Arch>, element = sizeof(Stored);
+    // The bytes of a weight of K x N elements as stored: what the rules below take.
+    static constexpr std::size_t weight_bytes(std::size_t K) { return K * N * element; }
     // When the plan applies: up to 16 rows; beyond two rows only for a weight of at least
     // M x 256 KiB, which comes from beyond L2 — a weight in cache with more rows is bound by
     // FMAs, where the register-blocked contraction was faster (Zen 1: 16 x 512 x 512 290 against
@@ -705,7 +707,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         alignas(64) F y[M * LD];
         const auto* x = matrix_at(mm.a, p, 0, 0).first;  // F, or bf16 for pairs
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
-        constexpr std::size_t bytes = K * N * G::element;  // the weight as stored
+        constexpr std::size_t bytes = G::weight_bytes(K);
         if constexpr (pairs && wl == weight_layout::rows_n)
             dot_panel<B, M, G::MB, G::RN, K, dots::pairs>(x, ldx, w, ldw, ncols, y, NP);
         else if constexpr (pairs && wl == weight_layout::rows_k) {
