@@ -104,3 +104,13 @@ inline constexpr bool heap_allowed = true;
 }  // namespace config
 }  // namespace ATTEND_ARCH_NAMESPACE
 }  // namespace attend
+
+// A kernel whose hot loop is long enough that its speed depends on how it lies in the 64-byte
+// lines the front end fetches asks g++ to start its loops on a line (clang++ has no per-function
+// form). Zen 5, bf16 288 x 768 W (K, N) blocks: 273 bytes of loop at offset 48 of a line took
+// 4.3-4.6 µs, on a line 3.2-3.3 (docs/performance.md, 2026-11-29, morning).
+#if defined(__GNUC__) && !defined(__clang__)
+#define ATTEND_LOOPS_ON_LINES __attribute__((optimize("align-loops=64")))
+#else
+#define ATTEND_LOOPS_ON_LINES
+#endif

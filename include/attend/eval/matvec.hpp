@@ -332,26 +332,43 @@ void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
 // x[m][k] * w[k * ldk + c], with the sums in registers over all of K (the weight rows' segments
 // read with a stride), where sums in L1 cost a load and a store per U weight rows. bf16 weights
 // widen pairs of vectors into even and odd columns (a shift and a mask, no shuffle), the sums put
-// back in order as they are stored; an odd last vector widens in order. K is a run-time argument,
-// so that each width is compiled once for all shapes.
-template <class B, std::size_t M, std::size_t NV, class F, class T>
-void axpy_block(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t K, F* y, std::size_t ldy) {
+// back in order as they are stored; an odd last vector widens in order. With one row of x each
+// bf16 vector is loaded once and added as it is widened: widening a row's segment first, g++
+// loaded each vector twice (into the shift and the mask) or spilled (Zen 5, 288 x 768 in blocks
+// of 16 vectors: 4.2-4.4 -> 3.4-3.5 µs with g++, 4.5-4.6 -> 4.0-4.1 with clang++); with two rows
+// that order was 5-10 % slower, and whole rows read in order (InOrder: axpy_whole_rows, 768 x
+// 288) 2-7 % slower, so they keep widening first. K is a run-time argument, so that each width is
+// compiled once for all shapes.
+template <class B, std::size_t M, std::size_t NV, bool InOrder = false, class F, class T>
+ATTEND_LOOPS_ON_LINES void axpy_block(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t K, F* y, std::size_t ldy) {
     constexpr std::size_t W = simd::lanes<B>, NE = even_odd_columns<B, T> ? NV / 2 * 2 : 0;
     B acc[M][NV];
     for (std::size_t m = 0; m < M; ++m)
         for (std::size_t v = 0; v < NV; ++v) acc[m][v] = B(F(0));
     for (std::size_t k = 0; k < K; ++k) {
-        B wv[NV];
-        if constexpr (NE > 0)
+        if constexpr (M == 1 && NE > 0 && !InOrder) {
+            const B xb(x[k]);
 #pragma GCC unroll 16
-            for (std::size_t v = 0; v < NE; v += 2) simd::widen_even_odd(w + k * ldk + v * W, wv[v], wv[v + 1]);
+            for (std::size_t v = 0; v < NE; v += 2) {
+                B even, odd;
+                simd::widen_even_odd<true>(w + k * ldk + v * W, even, odd);
+                acc[0][v] = simd::fma(xb, even, acc[0][v]);
+                acc[0][v + 1] = simd::fma(xb, odd, acc[0][v + 1]);
+            }
+            if constexpr (NE < NV) acc[0][NE] = simd::fma(xb, simd::load<B>(w + k * ldk + NE * W), acc[0][NE]);
+        } else {
+            B wv[NV];
+            if constexpr (NE > 0)
+#pragma GCC unroll 16
+                for (std::size_t v = 0; v < NE; v += 2) simd::widen_even_odd(w + k * ldk + v * W, wv[v], wv[v + 1]);
 #pragma GCC unroll 32
-        for (std::size_t v = NE; v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + v * W);
+            for (std::size_t v = NE; v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + v * W);
 #pragma GCC unroll 4
-        for (std::size_t m = 0; m < M; ++m) {
-            const B xb(x[m * ldx + k]);
+            for (std::size_t m = 0; m < M; ++m) {
+                const B xb(x[m * ldx + k]);
 #pragma GCC unroll 32
-            for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
+                for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
+            }
         }
     }
     for (std::size_t m = 0; m < M; ++m)
@@ -394,7 +411,7 @@ void axpy_columns(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std:
 template <class B, std::size_t M, std::size_t V, class F, class T>
 void axpy_whole_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t K, std::size_t ncols, F* y, std::size_t ldy) {
     constexpr std::size_t W = simd::lanes<B>;
-    axpy_block<B, M, V>(x, ldx, w, ldk, K, y, ldy);
+    axpy_block<B, M, V, true>(x, ldx, w, ldk, K, y, ldy);
     for (std::size_t m = 0; m < M; ++m) std::fill(y + m * ldy + V * W, y + m * ldy + ncols, F(0));
     axpy_tail<M>(x, ldx, w, ldk, K, V * W, ncols, y, ldy);
 }
