@@ -6,10 +6,12 @@
 // The model's shapes are compile-time constants: the binary is built for a list of configs
 // (examples/llama2/model.hpp) and runs the one the checkpoint's header names.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -122,6 +124,15 @@ options parse(int argc, char** argv) {
     std::exit(EXIT_FAILURE);
 }
 
+// While a file is mapped, a read of a page that another process has cut off its end raises
+// SIGBUS: that ends the program with a message naming the file, not a crash.
+char bus_error_message[1024];
+std::size_t bus_error_length = 0;
+extern "C" void on_bus_error(int) {
+    [[maybe_unused]] const auto n = ::write(STDERR_FILENO, bus_error_message, bus_error_length);
+    ::_exit(EXIT_FAILURE);
+}
+
 // A read-only mapping of a whole file.
 class mapped_file {
 public:
@@ -141,13 +152,16 @@ public:
                 fail(std::string("cannot map ") + path + ": " + std::strerror(errno));
             }
             data_ = static_cast<const std::byte*>(p);
+            guard(path);
         }
         ::close(fd);
     }
     ~mapped_file() { release(); }
     // Unmaps the file (the model has copied what it needs).
     void release() {
-        if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+        if (data_ == nullptr) return;
+        ::munmap(const_cast<std::byte*>(data_), size_);
+        ::sigaction(SIGBUS, &previous_, nullptr);
         data_ = nullptr;
         size_ = 0;
     }
@@ -156,8 +170,18 @@ public:
     std::span<const std::byte> bytes() const { return {data_, size_}; }
 
 private:
+    void guard(const char* path) {
+        const int n = std::snprintf(bus_error_message, sizeof bus_error_message,
+                                    "llama2: %s became shorter while it was read (another process changed it)\n", path);
+        bus_error_length = std::min(sizeof bus_error_message - 1, static_cast<std::size_t>(std::max(n, 0)));
+        struct sigaction action {};
+        action.sa_handler = on_bus_error;
+        sigemptyset(&action.sa_mask);
+        ::sigaction(SIGBUS, &action, &previous_);
+    }
     const std::byte* data_ = nullptr;
     std::size_t size_ = 0;
+    struct sigaction previous_ {};
 };
 
 long long now_ms() {
