@@ -539,13 +539,14 @@ void check_matvec_16() {
     static_assert(attend::plan_of<decltype(attend::matmul(*x, attend::transpose(*wnk)) + *r)> == attend::plan::matvec);
     if constexpr (M == 1) {
         // With 32 registers a 16-bit weight in L2 (up to 1 MiB) is read in chunks of rows only
-        // when its rows are whole (at most 24 vectors); wider ones keep column sums in registers.
+        // when its rows are whole (at most 24 vectors); wider ones keep column sums in registers,
+        // in blocks of up to 24 vectors (one row of x).
         using G = attend::detail::matvec_tiling<float, attend::simd::default_arch, M, N>;
         constexpr std::size_t bytes = K * N * sizeof(H), W = G::W;
         constexpr bool l2 = bytes <= (std::size_t{1} << 20), wide = G::regs >= 32;
         constexpr bool whole_rows = wide && l2 && bytes > (std::size_t{32} << 10) && N / W >= 1 && N / W <= 24;
         constexpr bool in_registers = wide && l2 && !whole_rows && (bytes <= (std::size_t{32} << 10) || N / W > 24);
-        const std::string want = in_registers ? "sums of 16 vectors of columns in registers"
+        const std::string want = in_registers ? "sums of 24 vectors of columns in registers"
                                  : whole_rows ? "rows read whole, the sums of all " + std::to_string(N / W) + " vectors"
                                               : " rows of (K, N) at a time";
         const std::string how = attend::explain(attend::matmul(*x, *wkn));

@@ -108,8 +108,12 @@ struct matvec_tiling {
     // not fit: x86-64-v3 on Zen 5, 288 x 768 6.7 -> 7.2 µs).
     // Beyond L1 each weight row is then read in runs of NV vectors with a stride: with one row of
     // x 1.4-1.6x the time of chunks of rows (Zen 5, 288 x 768), with two level to faster. In L1
-    // (32 x 256) the blocks took 0.09 µs, chunks 0.14.
-    static constexpr std::size_t NV = M <= 2 && regs >= 32 ? 16 / M : 0;
+    // (32 x 256) the blocks took 0.09 µs, chunks 0.14. A 16-bit weight with one row of x takes
+    // blocks of up to 24 vectors, as its vectors are widened and added one at a time (axpy_block):
+    // 288 x 768 bf16 in two blocks instead of three, g++ 3.37-3.43 -> 3.18 µs, clang++ 4.1-4.3 ->
+    // 3.8-4.4 (Zen 5, 2026-11-29). Pair products keep 16 columns of sums per row of x.
+    static constexpr std::size_t NV = M <= 2 && regs >= 32 ? (M == 1 && element < sizeof(F) ? 24 : 16 / M) : 0;
+    static constexpr std::size_t pair_chunks = M <= 2 ? 8 / M : 0;
     static constexpr bool sums_in_registers(std::size_t bytes) {
         return NV > 0 && (bytes <= (std::size_t{32} << 10) || (M <= 2 && in_l2(bytes) && !chunked(bytes)));
     }
@@ -729,7 +733,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
             dot_panel<B, M, G::MB, G::RN, K, dots::pairs>(x, ldx, w, ldw, ncols, y, NP);
         else if constexpr (pairs && wl == weight_layout::rows_k) {
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
-            if constexpr (G::pair_sums_in_registers(bytes)) pair_axpy_columns<B, M, G::NV / 2, K>(x, ldx, w, ldw, ncols, y, LD);
+            if constexpr (G::pair_sums_in_registers(bytes)) pair_axpy_columns<B, M, G::pair_chunks, K>(x, ldx, w, ldw, ncols, y, LD);
             else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::rows_per_step_unchunked(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
 #endif
         } else if constexpr (wl == weight_layout::rows_k) {
