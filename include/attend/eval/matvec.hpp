@@ -111,7 +111,7 @@ struct matvec_tiling {
     // (32 x 256) the blocks took 0.09 µs, chunks 0.14. A 16-bit weight with one row of x takes
     // blocks of up to 24 vectors, as its vectors are widened and added one at a time (axpy_block):
     // 288 x 768 bf16 in two blocks instead of three, g++ 3.37-3.43 -> 3.18 µs, clang++ 4.1-4.3 ->
-    // 3.8-4.4 (Zen 5, 2026-11-29). Pair products keep 16 columns of sums per row of x.
+    // 3.8-4.4 (Zen 5, 2026-11-29). Pair products keep 8 / M chunks of 32 columns (pair_axpy_columns).
     static constexpr std::size_t NV = M <= 2 && regs >= 32 ? (M == 1 && element < sizeof(F) ? 24 : 16 / M) : 0;
     static constexpr std::size_t pair_chunks = M <= 2 ? 8 / M : 0;
     static constexpr bool sums_in_registers(std::size_t bytes) {
