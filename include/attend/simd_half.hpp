@@ -263,6 +263,40 @@ inline void widen_even_odd(const bf16* p, B& even, B& odd) noexcept {
 inline void split_even_odd(const float* x, std::size_t n, float* even, float* odd) noexcept {
     for (std::size_t i = 0; i < n; ++i) even[i] = x[2 * i], odd[i] = x[2 * i + 1];
 }
+// The inverse of widen_even_odd's lane order: sums of even and odd columns stored at p in column
+// order (p[2i] = even[i], p[2i + 1] = odd[i]), by two lane permutes where the target has them (a
+// copy through the stack compiled to gathers and scalar stores with clang++).
+template <class B>
+inline void store_even_odd(typename B::value_type* p, const B& even, const B& odd) noexcept {
+    using T = typename B::value_type;
+    constexpr std::size_t W = B::size;
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, float> && W == 16) {
+        const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+        _mm512_storeu_ps(p, _mm512_permutex2var_ps(even, lo, odd));
+        _mm512_storeu_ps(p + 16, _mm512_permutex2var_ps(even, hi, odd));
+        return;
+    }
+#endif
+#if defined(__AVX__)
+    if constexpr (std::is_same_v<T, float> && W == 8) {
+        const __m256 a = _mm256_unpacklo_ps(even, odd), b = _mm256_unpackhi_ps(even, odd);  // per 128-bit half
+        _mm256_storeu_ps(p, _mm256_permute2f128_ps(a, b, 0x20));
+        _mm256_storeu_ps(p + 8, _mm256_permute2f128_ps(a, b, 0x31));
+        return;
+    }
+#endif
+    if constexpr (sizeof(B) == 16) {  // 128-bit vectors: zip is a whole interleave (SSE2, NEON)
+        xsimd::zip_lo(even, odd).store_unaligned(p);
+        xsimd::zip_hi(even, odd).store_unaligned(p + W);
+    } else {
+        alignas(64) T e[W], o[W];
+        even.store_aligned(e);
+        odd.store_aligned(o);
+        for (std::size_t i = 0; i < W; ++i) p[2 * i] = e[i], p[2 * i + 1] = o[i];
+    }
+}
 
 // The bytes at p as a float register (bf16 pairs held where an array of their type may not be).
 template <class B, class T>

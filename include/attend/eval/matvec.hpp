@@ -188,11 +188,9 @@ template <class B, class T>
 inline constexpr bool even_odd_columns = std::is_same_v<std::remove_cv_t<T>, bf16> && simd::is_batch<B>;
 
 // A block of 2W sums kept as W even columns then W odd ones, put in column order.
-template <std::size_t W, class F>
+template <class B, class F>
 inline void interleave_block(F* y) noexcept {
-    alignas(64) F t[2 * W];
-    std::copy(y, y + 2 * W, t);
-    for (std::size_t i = 0; i < W; ++i) y[2 * i] = t[i], y[2 * i + 1] = t[W + i];
+    simd::store_even_odd(y, B::load_unaligned(y), B::load_unaligned(y + simd::lanes<B>));
 }
 
 // y[m][c] += sum over k < K of x[m][k] * w[k * ldk + c] for the columns c0 .. ncols (those past
@@ -328,7 +326,7 @@ void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
     if constexpr (even_odd_columns<B, T>) {
         constexpr std::size_t W = simd::lanes<B>;
         for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t c = 0; c + 2 * W <= ncols; c += 2 * W) interleave_block<W>(y + m * ldy + c);
+            for (std::size_t c = 0; c + 2 * W <= ncols; c += 2 * W) interleave_block<B>(y + m * ldy + c);
     }
 }
 
@@ -377,8 +375,8 @@ ATTEND_LOOPS_ON_LINES void axpy_block(const F* x, std::size_t ldx, const T* w, s
     }
     for (std::size_t m = 0; m < M; ++m)
         for (std::size_t v = 0; v < NV; ++v) {
-            acc[m][v].store_aligned(y + m * ldy + v * W);
-            if (v < NE && v % 2 == 1) interleave_block<W>(y + m * ldy + (v - 1) * W);
+            if (v >= NE) acc[m][v].store_aligned(y + m * ldy + v * W);
+            else if (v % 2 == 1) simd::store_even_odd(y + m * ldy + (v - 1) * W, acc[m][v - 1], acc[m][v]);
         }
 }
 
