@@ -719,11 +719,12 @@ inline constexpr bool decode_pairs = simd::pair_rows<typename G::B, D> && simd::
                                      std::is_same_v<F, float> && std::is_same_v<typename Ql::value_type, bf16> &&
                                      in_place<Kt, bf16, 1> && in_place<Vl, bf16, 0>;
 
-// A cache of at least the L3's size streams from DRAM: then the tile stages request their next
-// rows (in L3 the requests only cost; docs/performance.md, "evening"). Asked once per call.
+// A cache of at least the L3's size (at most 32 MiB: request_ahead_bytes) streams at about
+// DRAM's rate: then the tile stages request their next rows (in Zen 5's L3 the requests only
+// cost; docs/performance.md, 2026-11-28 "evening" and 2026-11-29 "Intel"). Asked once per call.
 template <class F, class Kt, class Vl>
 inline bool decode_from_dram(const Kt&, const Vl&) noexcept {
-    return decode_cache_bytes<F, Kt, Vl> >= l3_bytes();
+    return decode_cache_bytes<F, Kt, Vl> >= request_ahead_bytes();
 }
 
 // Whether one query over a cache of F in place (decode_by_key) goes key by key: when the cache
