@@ -64,9 +64,10 @@ struct decode_tiling {
     // stage over W keys at a time, K and V rows read alternately in W-row blocks.
     static constexpr bool stream = DV % W == 0 && NQ * (DV / W) <= 16 && NQ <= 2;
     // Keys ahead whose K and V rows the stream requests into L1 as it reads each V row, when the
-    // cache streams from DRAM on Zen 5 (32 x 1 heads over a bf16 cache of 4000 keys, bench/decode,
-    // 3 rounds: clang++ 1950 / 2383 / 2154 -> 1496 / 1697 / 1455 µs, g++ level; docs/performance.md,
-    // 2026-11-28). Not elsewhere: on Zen 4 requests made a bf16 cache 1.7x slower (2026-11-27).
+    // cache streams from DRAM on Zen 5 or an Intel core (32 x 1 heads over a bf16 cache of 4000
+    // keys, bench/decode, 3 rounds: Zen 5 clang++ 1950 / 2383 / 2154 -> 1496 / 1697 / 1455 µs,
+    // g++ level; an Intel Xeon VM, g++, 4436-6400 -> 2706-2831; docs/performance.md). Not on
+    // earlier AMD cores: on Zen 4 requests made a bf16 cache 1.7x slower (2026-11-27).
     static constexpr std::size_t stream_ahead = 32;
 };
 
@@ -828,7 +829,7 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
             if constexpr (may_by_key)
                 if (by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
             if constexpr (may_ahead && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
-                if (ahead && amd_zen5_or_later())
+                if (ahead && (amd_zen5_or_later() || intel_core()))
                     return decode_stream<B, NQ, KB, BN, D, DV, G::stream_ahead>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live, NK - j0);
             return decode_stream<B, NQ, KB, BN, D, DV, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
         }

@@ -1,7 +1,7 @@
 // attend/eval/machine.hpp — the properties of the running machine a plan asks for at run time:
 // how many ways its L1 data cache has, how large its last-level cache is, from which size a stream
-// gains from requests ahead, and whether it is an AMD core of family 26 (Zen 5) or later, whose
-// prefetchers outrun requests tuned on Zen 4. Everything else (vector width, registers) is fixed
+// gains from requests ahead, whether it is an Intel core, and whether it is an AMD core of family
+// 26 (Zen 5) or later, whose prefetchers outrun requests tuned on Zen 4. Everything else (vector width, registers) is fixed
 // by the build's target flags; cache geometry is not, and -march=native on a CPU the compiler
 // does not know (g++ 12 on Zen 5 reports znver3) says nothing about it.
 #pragma once
@@ -77,6 +77,19 @@ inline bool amd_zen5_or_later() noexcept {
         if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
         const unsigned base = (a >> 8) & 0xfu, family = base == 0xfu ? base + ((a >> 20) & 0xffu) : base;
         return family >= 0x1Au;
+#else
+        return false;
+#endif
+    }();
+    return yes;
+}
+
+// Whether this is an Intel core (CPUID leaf 0's vendor).
+inline bool intel_core() noexcept {
+    static const bool yes = [] {
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;  // "GenuineIntel"
 #else
         return false;
 #endif
