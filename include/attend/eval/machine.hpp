@@ -1,9 +1,10 @@
 // attend/eval/machine.hpp — the properties of the running machine a plan asks for at run time:
 // how many ways its L1 data cache has, how large its last-level cache is, from which size a stream
 // gains from requests ahead, whether it is an Intel core, and whether it is an AMD core of family
-// 26 (Zen 5) or later, whose prefetchers outrun requests tuned on Zen 4. Everything else (vector width, registers) is fixed
-// by the build's target flags; cache geometry is not, and -march=native on a CPU the compiler
-// does not know (g++ 12 on Zen 5 reports znver3) says nothing about it.
+// 26 (Zen 5) or later, whose prefetchers outrun requests tuned on Zen 4. Everything else (vector
+// width, registers) is fixed by the build's target flags; cache geometry is not, and
+// -march=native on a CPU the compiler does not know (g++ 12 on Zen 5 reports znver3) says
+// nothing about it.
 #pragma once
 
 #include <cstddef>
