@@ -9,6 +9,7 @@
 //                             (elementwise, reduction, contraction, attention), assignment entry points
 //   half.hpp                  the 16-bit storage types bf16 and f16, scalar conversions
 //   simd.hpp, simd_half.hpp   the thin layer over xsimd; whole-vector 16-bit conversions
+//   simd_amx.hpp              AMX tiles for bf16 products, where the target and the OS allow them
 #pragma once
 
 #include "check.hpp"
@@ -41,4 +42,5 @@
 #include "shape.hpp"
 #include "simd.hpp"
 #include "simd_half.hpp"
+#include "simd_amx.hpp"
 #include "tensor.hpp"

@@ -995,6 +995,41 @@ BOOST_AUTO_TEST_CASE(prefill_pair_dots) {
     BOOST_TEST((how.find("vdpbf16ps") != std::string::npos) == attend::simd::has_bf16_pair_dot, how);
 }
 
+// The prefill nest on AMX tiles (where the target has AMX-BF16 and the OS grants the tiles) and,
+// with allow_amx(false), on the vector path, both against the reference: a last key tile of 36
+// (a tile of 32 and one of 4 live rows), value width 96, causal, a run-time length as an index
+// mask (tiles it cuts read no key row past it) and as a bool tensor (cut where it ends), and no
+// keys at all (zeros).
+BOOST_AUTO_TEST_CASE(prefill_amx_tiles) {
+    auto q = std::make_unique<tensor<bf16, 2, 96, 64>>();
+    auto k = std::make_unique<tensor<bf16, 2, 100, 64>>();
+    auto v = std::make_unique<tensor<bf16, 2, 100, 96>>();
+    ref::fill(*q, 81);
+    ref::fill(*k, 82);
+    ref::fill(*v, 83);
+    auto o = std::make_unique<tensor<float, 2, 96, 96>>();
+    const auto j = attend::iota<2, 2, 96, 100>();
+    const auto scores = attend::matmul(*q, attend::transpose(*k)) / 8.0f;
+    for (const bool amx : {true, false}) {
+        attend::simd::allow_amx(amx);
+        *o = attend::scaled_dot_product_attention(*q, *k, *v);
+        expect_bf16_attention(*o, *q, *k, *v, false);
+        *o = attend::scaled_dot_product_attention(*q, *k, *v, attend::causal_mask<96, 100>());
+        expect_bf16_attention(*o, *q, *k, *v, true);
+        for (const std::int64_t len : {std::int64_t{77}, std::int64_t{3}, std::int64_t{0}}) {
+            *o = attend::matmul(attend::softmax(attend::masked_fill(scores, j >= len, -INFINITY)), *v);
+            expect_bf16_attention(*o, *q, *k, *v, false, static_cast<std::size_t>(len));
+            tensor<bool, 100> past{};
+            for (std::size_t c = 0; c < 100; ++c) past(c) = static_cast<std::int64_t>(c) >= len;
+            *o = attend::matmul(attend::softmax(attend::masked_fill(scores, past, -INFINITY)), *v);
+            expect_bf16_attention(*o, *q, *k, *v, false, static_cast<std::size_t>(len));
+        }
+    }
+    attend::simd::allow_amx(true);
+    const std::string how = attend::explain(attend::scaled_dot_product_attention(*q, *k, *v));
+    BOOST_TEST((how.find("AMX") != std::string::npos) == attend::simd::has_amx_bf16, how);
+}
+
 // One, two and five queries per batch index (the decode nest's stages), over 16-bit caches.
 namespace {
 // sdpa of Q (HB, NQ, D) against K, V (HB, NK, D) of element types QT, KT, VT, filled from `seed`

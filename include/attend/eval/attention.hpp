@@ -22,6 +22,7 @@
 
 #include "bounds.hpp"
 #include "contract.hpp"
+#include "attention_amx.hpp"
 #include "decode.hpp"
 #include "lower.hpp"
 #include "parallel.hpp"
@@ -188,6 +189,23 @@ inline rows_view<E> cut_rows(rows_view<E> k, std::size_t jr, std::size_t n, E* p
     return {pad, D, pairs ? 2 : 1};
 }
 
+// The score tree on rows jr .. je of a tile's products (in place in `tile`), and their maximum
+// per query vector into mx.
+template <class Vb, std::size_t NVq, class F, class Tree, class Pos>
+__attribute__((always_inline)) inline void apply_tree(const Tree& t, Pos& pos, std::size_t i0, std::size_t j0, std::size_t jr, std::size_t je,
+                                                      F* tile, Vb (&mx)[NVq]) noexcept {
+    constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL, Rs = std::tuple_size_v<decltype(pos.idx)>;
+    for (std::size_t j = jr; j < je; ++j) {
+        pos.idx[Rs - 1] = j0 + j;
+        for (std::size_t c = 0; c < NVq; ++c) {
+            pos.idx[Rs - 2] = i0 + c * WL;
+            const Vb s = read<Vb>(t, pos);
+            simd::store(tile + j * QL + c * WL, s);
+            mx[c] = simd::running_max(mx[c], s);
+        }
+    }
+}
+
 // Stage 2, scores: S^T = K_tile Q^T, MR keys at a time, and the score tree `t` on each micro-tile
 // while it is in L1 (its loads and stores overlap the next micro-tile's FMAs). Scores go to st;
 // their maximum per query vector to mt. Position, pointer and maxima are locals: vector stores
@@ -196,7 +214,7 @@ inline rows_view<E> cut_rows(rows_view<E> k, std::size_t jr, std::size_t n, E* p
 template <class Vb, std::size_t NVq, std::size_t KB, std::size_t MR, std::size_t D, bool Cut, class E, class F, class Tree, class Pos>
 __attribute__((always_inline)) inline void score_tile(rows_view<E> k, const E* qt, const Tree& t, Pos pos, std::size_t i0, std::size_t j0, F* st,
                        Vb (&mt)[NVq], std::size_t live) noexcept {
-    constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL, Rs = std::tuple_size_v<decltype(pos.idx)>;
+    constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
     F* const tile = st;
     Vb mx[NVq];
     for (auto& x : mx) x = Vb(-std::numeric_limits<F>::infinity());
@@ -213,15 +231,7 @@ __attribute__((always_inline)) inline void score_tile(rows_view<E> k, const E* q
         }
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < NVq; ++c) simd::store(tile + (jr + r) * QL + c * WL, acc[r][c]);
-        for (std::size_t j = jr; j < jr + Rows; ++j) {
-            pos.idx[Rs - 1] = j0 + j;
-            for (std::size_t c = 0; c < NVq; ++c) {
-                pos.idx[Rs - 2] = i0 + c * WL;
-                const Vb s = read<Vb>(t, pos);
-                simd::store(tile + j * QL + c * WL, s);
-                mx[c] = simd::running_max(mx[c], s);
-            }
-        }
+        apply_tree<Vb, NVq>(t, pos, i0, j0, jr, jr + Rows, tile, mx);
     };
     std::size_t jr = 0;
     for (; jr + MR <= KB; jr += MR) rows.template operator()<MR>(jr);
@@ -272,6 +282,17 @@ __attribute__((always_inline)) inline void accumulate_pv(rows_view<E> v, const E
     if constexpr (DV % MRV != 0) value_rows.template operator()<DV % MRV>(dv0);
 }
 
+// The log-sum-exp of the tile's queries from `skip` on, from the running max (units of 8 log2(e))
+// and sum.
+template <class Vb, std::size_t NVq, class U>
+inline void store_lse(const Vb (&m)[NVq], const Vb (&l)[NVq], U* lse, std::size_t skip) noexcept {
+    using F = simd::value_t<Vb>;
+    constexpr std::size_t WL = simd::lanes<Vb>, QL = NVq * WL;
+    alignas(64) F all[QL];
+    for (std::size_t c = 0; c < NVq; ++c) simd::store(all + c * WL, m[c] / Vb(simd::log2e_x8<F>) + simd::log(l[c]));
+    std::copy(all + skip, all + QL, lse + skip);
+}
+
 // Stage 5, finish: O = O^T / l transposed into the output rows (zeros for a query whose every
 // key was masked: l = 0), and the log-sum-exp when asked for. The first `skip` queries are not
 // written (the last tile overlaps the one before it: evaluate_attention).
@@ -290,11 +311,7 @@ inline void finish_queries(F* ot, bool fresh, const Vb (&m)[NVq], const Vb (&l)[
     if (!transposed)
         for (std::size_t c = skip; c < QL; ++c)
             for (std::size_t dv = 0; dv < DV; ++dv) o[c * DV + dv] = static_cast<T>(ot[dv * QL + c]);
-    if (lse != nullptr) {
-        alignas(64) F all[QL];
-        for (std::size_t c = 0; c < NVq; ++c) simd::store(all + c * WL, m[c] / Vb(simd::log2e_x8<F>) + simd::log(l[c]));
-        std::copy(all + skip, all + QL, lse + skip);
-    }
+    if (lse != nullptr) store_lse<Vb, NVq>(m, l, lse, skip);
 }
 
 // ---- bf16 operands as pairs (vdpbf16ps) ----------------------------------------------------
@@ -377,19 +394,95 @@ inline rows_view<F> live_rows(rows_view<F> v, std::size_t live, F* pack) noexcep
     return {pack, 1, DV};
 }
 
+// ---- bf16 operands on AMX tiles (attention_amx.hpp) ----------------------------------------
+// Where the pair products apply, the target has AMX-BF16 and the head dimensions are whole
+// tiles, both products run on tiles when the process is granted them (simd::use_amx, checked at
+// run time): 16 x 16 x 32 products per instruction against 16 x 2 for vdpbf16ps. Key tiles of
+// 64; P rounded to bf16 as in the pair nest.
+template <class Vb, class F, class Ql, class Kt, class Vl, std::size_t NVq, std::size_t D, std::size_t DV>
+inline constexpr bool amx_dots = simd::has_amx_bf16 && pair_dots<Vb, F, Ql, Kt, Vl, D> && NVq == 2 && D % 32 == 0 && DV % 32 == 0;
+inline constexpr std::size_t amx_key_tile = 64;
+
+#if defined(ATTEND_HAS_AMX_BF16)
+// Stage 2 on tiles: S^T 32 keys at a time (keys from `live`, or past KB, read as zero rows from a
+// padded copy, never in place), the score tree and the maxima as score_tile.
+template <class Vb, std::size_t KB, std::size_t D, bool Cut, class Tree, class Pos>
+__attribute__((always_inline)) inline void amx_score_tile(rows_view<bf16> k, const bf16* qt, const Tree& t, Pos pos, std::size_t i0,
+                                                          std::size_t j0, float* st, Vb (&mt)[2], std::size_t live) noexcept {
+    constexpr std::size_t QL = 32;
+    constexpr bool padded = Cut || KB % 32 != 0;
+    alignas(64) bf16 pad[padded ? 32 * D : 1];
+    const std::size_t n = Cut ? std::min(live, KB) : KB;
+    Vb mx[2] = {Vb(-std::numeric_limits<float>::infinity()), Vb(-std::numeric_limits<float>::infinity())};
+    for (std::size_t jr = 0; jr < KB; jr += 32) {
+        const bf16* rows[2];
+        std::size_t ld[2];
+        for (std::size_t h = 0; h < 2; ++h) {
+            const std::size_t r = jr + 16 * h;
+            rows[h] = k.p + r * k.ld, ld[h] = k.ld;
+            if (padded && r + 16 > n) {
+                bf16* const out = pad + h * 16 * D;
+                for (std::size_t i = 0; i < 16; ++i)
+                    if (r + i < n) std::memcpy(out + i * D, rows[h] + i * k.ld, D * sizeof(bf16));
+                    else std::fill(out + i * D, out + (i + 1) * D, bf16::from_bits(0));
+                rows[h] = out, ld[h] = D;
+            }
+        }
+        amx_scores<D>(rows[0], ld[0], rows[1], ld[1], qt, st + jr * QL);
+        apply_tree<Vb, 2>(t, pos, i0, j0, jr, std::min(jr + 32, KB), st, mx);
+    }
+    mt[0] = mx[0], mt[1] = mx[1];
+}
+
+// P^T (st, KB rows of 32 floats) as P for the tiles: 32 rows of KP bf16, keys from KB on zero. A
+// pair of keys of one query is one 32-bit unit of P^T's pairs (pack_p_pairs), so P is those
+// units transposed.
+template <class Vb, std::size_t KB, std::size_t KP>
+__attribute__((always_inline)) inline void amx_pack_p(const float* st, float* pairs, float* p) noexcept {
+    pack_p_pairs<Vb, 2, KB>(st, reinterpret_cast<bf16*>(pairs));
+    std::fill(pairs + (KB + 1) / 2 * 32, pairs + KP / 2 * 32, 0.0f);  // (bits 0: bf16 zeros)
+    simd::transpose<KP / 2, 32, 32, KP / 2>(pairs, p);
+}
+
+// O's rows (32 x DV) times their query's alpha, but for rows whose max did not move (alpha 1).
+template <class Vb, std::size_t DV>
+__attribute__((always_inline)) inline void amx_rescale(float* o, const Vb (&alpha)[2]) noexcept {
+    alignas(64) float a[32];
+    simd::store(a, alpha[0]);
+    simd::store(a + 16, alpha[1]);
+    for (std::size_t i = 0; i < 32; ++i)
+        if (a[i] != 1.0f)
+            for (std::size_t c = 0; c < DV; c += 16) simd::store(o + i * DV + c, simd::load<Vb>(o + i * DV + c) * Vb(a[i]));
+}
+
+// Stage 5 on tiles: O (32 x DV, row-major already) divided by l into the output rows from `skip`
+// on (zeros where every key was masked), and the log-sum-exp when asked for.
+template <class Vb, std::size_t DV, class T, class U>
+inline void amx_finish(float* o, bool fresh, const Vb (&m)[2], const Vb (&l)[2], T* out, U* lse, std::size_t skip) noexcept {
+    if (fresh) std::fill(o, o + 32 * DV, 0.0f);
+    alignas(64) float inv[32];
+    for (std::size_t c = 0; c < 2; ++c) simd::store(inv + 16 * c, simd::select<Vb>(l[c] == Vb(0.0f), Vb(0.0f), Vb(1.0f) / l[c]));
+    for (std::size_t i = skip; i < 32; ++i)
+        for (std::size_t c = 0; c < DV; c += 16) simd::store(out + i * DV + c, simd::load<Vb>(o + i * DV + c) * Vb(inv[i]));
+    if (lse != nullptr) store_lse<Vb, 2>(m, l, lse, skip);
+}
+#endif
+
 // ---- the nest ------------------------------------------------------------------------------
 
 // One work item: the queries i0 .. i0+QL of batch index `batch`, over every key tile that the
-// score tree's masks do not rule out (bounds.hpp); the first `skip` are not written.
-template <class Arch, class S, class T, class F, class Vb, std::size_t NVq, class Sc, class Ql, class Kt, class Vl, class U>
+// score tree's masks do not rule out (bounds.hpp); the first `skip` are not written. Amx: the
+// products on AMX tiles (amx_dots holds and the process was granted them).
+template <class Arch, class S, class T, class F, class Vb, std::size_t NVq, bool Amx, class Sc, class Ql, class Kt, class Vl, class U>
 void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0,
                 std::size_t skip) {
     using Ss = typename Sc::shape_type;
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
     constexpr std::size_t R = S::rank, Rs = Ss::rank, NQ = MM::M, D = MM::K, NK = MM::N, DV = S::extents[R - 1];
     using G = attention_tiling<F, Arch, NQ, D, DV>;
-    constexpr std::size_t MR = G::MR, BN = G::BN, MRV = G::MRV, WL = simd::lanes<Vb>, QL = NVq * WL;
+    constexpr std::size_t MR = G::MR, BN = Amx ? amx_key_tile : G::BN, MRV = G::MRV, WL = simd::lanes<Vb>, QL = NVq * WL;
     constexpr bool pairs = pair_dots<Vb, F, Ql, Kt, Vl, D>;
+    static_assert(!Amx || amx_dots<Vb, F, Ql, Kt, Vl, NVq, D, DV>);
     using E = std::conditional_t<pairs, bf16, F>;  // the type the products read
     constexpr bool k_packed = !pairs && !(is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>);
     constexpr bool v_packed = !pairs && !(is_memory_leaf<Vl> && std::is_same_v<typename Vl::value_type, F>);
@@ -405,7 +498,9 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     alignas(64) F kpack[k_packed ? BN * D : 1];
     alignas(64) F vpack[v_packed ? BN * DV : 1];
     alignas(64) bf16 vpairs[pairs ? BN2 * DV : 1];
-    alignas(64) bf16 ppairs[pairs ? BN2 * QL : 1];
+    alignas(64) bf16 ppairs[pairs && !Amx ? BN2 * QL : 1];
+    [[maybe_unused]] alignas(64) float punits[Amx ? BN / 2 * QL : 1], pmat[Amx ? BN / 2 * QL : 1];  // P^T as pairs, P
+    [[maybe_unused]] std::conditional_t<Amx, simd::amx_tiles, simd::no_tiles> tiles;
     alignas(64) E qt[D * QL];
     alignas(64) F st[BN * QL];
     alignas(64) F ot[DV * QL];
@@ -420,7 +515,17 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     // tile the masks cut: V's rows past them read as zeros, live_rows).
     auto visit = [&]<std::size_t KB, bool Cut = false>(std::size_t j0, const auto& t, std::size_t live = KB, F* vlive = nullptr) {
         Vb mt[NVq], alpha[NVq];
-        if constexpr (pairs) {
+        if constexpr (Amx) {
+#if defined(ATTEND_HAS_AMX_BF16)
+            constexpr std::size_t KP = (KB + 31) / 32 * 32;
+            amx_score_tile<Vb, KB, D, Cut>(key_pairs(kt, sp, j0), qt, t, sp, i0, j0, st, mt, live);
+            online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
+            amx_pack_p<Vb, KB, KP>(st, punits, pmat);
+            const rows_view<bf16> vp = value_pairs<KP, DV>(v, ob, j0, vpairs, std::min(live, KB));
+            if (!fresh) amx_rescale<Vb, DV>(ot, alpha);
+            amx_pv<DV, KP>(reinterpret_cast<const bf16*>(pmat), vp.p, ot, fresh);
+#endif
+        } else if constexpr (pairs) {
             score_tile<Vb, NVq, KB, MR, D, Cut>(key_pairs(kt, sp, j0), qt, t, sp, i0, j0, st, mt, live);
             online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
             pack_p_pairs<Vb, NVq, KB>(st, ppairs);
@@ -469,7 +574,15 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
 
     ob.idx[R - 2] = i0;
     ob.idx[R - 1] = 0;
-    finish_queries<Vb, NVq, DV>(ot, fresh, m, l, out + row_major<S>::offset(ob.idx), lse ? lse + batch * NQ + i0 : lse, skip);
+    T* const rows = out + row_major<S>::offset(ob.idx);
+    U* const lse_rows = lse ? lse + batch * NQ + i0 : lse;
+    if constexpr (Amx) {
+#if defined(ATTEND_HAS_AMX_BF16)
+        amx_finish<Vb, DV>(ot, fresh, m, l, rows, lse_rows, skip);
+#endif
+    } else {
+        finish_queries<Vb, NVq, DV>(ot, fresh, m, l, rows, lse_rows, skip);
+    }
 }
 
 // Writes the attention output to `out` and, when `lse` is given, the log-sum-exp of each query's
@@ -504,12 +617,18 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
         } else {
             static_assert(NQ >= QT, "attend internal: the attention nest's query tile is wider than the queries");
             [[maybe_unused]] const bool ahead = G::rest_decodes && decode_from_dram<F>(kt, v);  // for the leftover queries
+            using Vb = typename G::B;
+            constexpr bool amx = amx_dots<Vb, F, std::remove_cvref_t<decltype(q)>, std::remove_cvref_t<decltype(kt)>,
+                                          std::remove_cvref_t<decltype(v)>, G::NV, D, DV>;
+            const bool on_tiles = amx && simd::use_amx();
             parallel_for(batches * items, worth, [&](std::size_t item) {
                 const std::size_t batch = item / items, t = items - 1 - item % items;
                 if constexpr (G::rest_decodes)
                     if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest, ahead);
                 const std::size_t i0 = t < tiles ? t * QT : NQ - QT, skip = t < tiles ? 0 : QT - rest;
-                query_tile<Arch, S, T, F, typename G::B, G::NV>(sc, q, kt, v, out, lse, batch, i0, skip);
+                if constexpr (amx)
+                    if (on_tiles) return query_tile<Arch, S, T, F, Vb, G::NV, true>(sc, q, kt, v, out, lse, batch, i0, skip);
+                query_tile<Arch, S, T, F, Vb, G::NV, false>(sc, q, kt, v, out, lse, batch, i0, skip);
             });
         }
     });
