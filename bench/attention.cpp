@@ -92,9 +92,10 @@ struct fused_impl {
 };
 
 // bf16 Q, K and V (the float inputs rounded to bf16, and x's copies set to the rounded values so
-// the check's reference sees the same inputs) into a float output: both products by vdpbf16ps
-// where the target has AVX-512 BF16, P rounded to bf16 (hence the looser check, 1e-2).
-template <std::size_t N, std::size_t D, bool Causal>
+// the check's reference sees the same inputs) into a float output: both products on AMX tiles
+// where the target and the OS have them, else by vdpbf16ps where the target has AVX-512 BF16
+// (Vector: never on tiles), P rounded to bf16 (hence the looser check, 1e-2).
+template <std::size_t N, std::size_t D, bool Causal, bool Vector = false>
 struct bf16_impl {
     using H = attend::tensor<attend::bf16, N, D>;
     static constexpr double limit = 1e-2;
@@ -108,8 +109,10 @@ struct bf16_impl {
         }
     }
     void run() {
+        attend::simd::allow_amx(!Vector);
         if constexpr (Causal) *x.o = attend::scaled_dot_product_attention(*q, *k, *v, attend::causal_mask<N, N>());
         else *x.o = attend::scaled_dot_product_attention(*q, *k, *v);
+        attend::simd::allow_amx(true);
     }
 };
 
@@ -352,6 +355,10 @@ void causal_bf16(benchmark::State& state) {
     run_bench<bf16_impl<N, D, true>, N, D, true>(state);
 }
 template <std::size_t N, std::size_t D>
+void attn_bf16_vector(benchmark::State& state) {
+    run_bench<bf16_impl<N, D, false, true>, N, D, false>(state);
+}
+template <std::size_t N, std::size_t D>
 void attn_unfused(benchmark::State& state) {
     run_bench<unfused_impl<N, D, false>, N, D, false>(state);
 }
@@ -449,6 +456,8 @@ ATTEND_ATTN_SIZE(4096, 128);
 BENCHMARK(attn_bf16<1024, 64>);
 BENCHMARK(attn_bf16<4096, 128>);
 BENCHMARK(causal_bf16<1024, 64>);
+BENCHMARK(attn_bf16_vector<1024, 64>);
+BENCHMARK(attn_bf16_vector<4096, 128>);
 BENCHMARK(causal_fused<256, 64>);
 BENCHMARK(causal_unfused<256, 64>);
 BENCHMARK(causal_fused<1024, 64>);
