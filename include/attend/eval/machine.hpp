@@ -66,16 +66,37 @@ inline std::size_t l3_bytes() noexcept {
     return bytes;
 }
 
-// Whether this is an AMD core of family 0x1A (Zen 5) or later (CPUID leaf 0's vendor, leaf 1's
-// family: base plus extended). Its hardware prefetchers stream a weight's rows faster without
-// software requests that Zen 4 gained from (docs/performance.md, 2026-11-28 Zen 5).
+// CPUID leaf 0's vendor string as its three registers (ebx, edx, ecx), zeros if unknown.
+struct cpu_vendor {
+    unsigned b = 0, d = 0, c = 0;
+    bool is(const char (&name)[13]) const noexcept {  // "GenuineIntel", "AuthenticAMD"
+        auto word = [&](int i) {
+            return unsigned(static_cast<unsigned char>(name[i])) | unsigned(static_cast<unsigned char>(name[i + 1])) << 8 |
+                   unsigned(static_cast<unsigned char>(name[i + 2])) << 16 | unsigned(static_cast<unsigned char>(name[i + 3])) << 24;
+        };
+        return b == word(0) && d == word(4) && c == word(8);
+    }
+};
+inline cpu_vendor vendor() noexcept {
+    static const cpu_vendor v = [] {
+        cpu_vendor r;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+        unsigned a = 0;
+        if (!__get_cpuid(0, &a, &r.b, &r.c, &r.d)) r = {};
+#endif
+        return r;
+    }();
+    return v;
+}
+
+// Whether this is an AMD core of family 0x1A (Zen 5) or later (leaf 1's family: base plus
+// extended). Its hardware prefetchers stream a weight's rows faster without software requests
+// that Zen 4 gained from (docs/performance.md, 2026-11-28 Zen 5).
 inline bool amd_zen5_or_later() noexcept {
     static const bool yes = [] {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
         unsigned a = 0, b = 0, c = 0, d = 0;
-        if (!__get_cpuid(0, &a, &b, &c, &d) || a < 1) return false;
-        const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
-        if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+        if (!vendor().is("AuthenticAMD") || !__get_cpuid(1, &a, &b, &c, &d)) return false;
         const unsigned base = (a >> 8) & 0xfu, family = base == 0xfu ? base + ((a >> 20) & 0xffu) : base;
         return family >= 0x1Au;
 #else
@@ -85,17 +106,9 @@ inline bool amd_zen5_or_later() noexcept {
     return yes;
 }
 
-// Whether this is an Intel core (CPUID leaf 0's vendor).
+// Whether this is an Intel core.
 inline bool intel_core() noexcept {
-    static const bool yes = [] {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;  // "GenuineIntel"
-#else
-        return false;
-#endif
-    }();
-    return yes;
+    return vendor().is("GenuineIntel");
 }
 
 // Bytes from which a stream gains from software requests of its rows ahead: the L3's size, at
