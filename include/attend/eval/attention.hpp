@@ -395,76 +395,77 @@ inline rows_view<F> live_rows(rows_view<F> v, std::size_t live, F* pack) noexcep
 }
 
 // ---- bf16 operands on AMX tiles (attention_amx.hpp) ----------------------------------------
-// Where the pair products apply, the target has AMX-BF16 and the head dimensions are whole
-// tiles, both products run on tiles when the process is granted them (simd::use_amx, checked at
-// run time): 16 x 16 x 32 products per instruction against 16 x 2 for vdpbf16ps. Key tiles of
-// 64; P rounded to bf16 as in the pair nest.
-template <class Vb, class F, class Ql, class Kt, class Vl, std::size_t NVq, std::size_t D, std::size_t DV>
-inline constexpr bool amx_dots = simd::has_amx_bf16 && pair_dots<Vb, F, Ql, Kt, Vl, D> && NVq == 2 && D % 32 == 0 && DV % 32 == 0;
+// Where the pair products apply, the target has AMX-BF16, the head dimension and the value
+// width are whole tiles and there are at least 64 queries, both products run on tiles when the
+// process is granted them (simd::use_amx, checked at run time): 16 x 16 x 32 products per
+// instruction against 16 x 2 for vdpbf16ps. Query tiles of 64, key tiles of 64; P rounded to
+// bf16 as in the pair nest.
+template <class Vb, class F, class Ql, class Kt, class Vl, std::size_t NQ, std::size_t D, std::size_t DV>
+inline constexpr bool amx_dots =
+    simd::has_amx_bf16 && pair_dots<Vb, F, Ql, Kt, Vl, D> && NQ >= 64 && D % 32 == 0 && DV % 16 == 0 && simd::lanes<Vb> == 16;
 inline constexpr std::size_t amx_key_tile = 64;
 
 #if defined(ATTEND_HAS_AMX_BF16)
-// Stage 2 on tiles: S^T 32 keys at a time (keys from `live`, or past KB, read as zero rows from a
+// Stage 2 on tiles: S^T 16 keys at a time (keys from `live`, or past KB, read as zero rows from a
 // padded copy, never in place), the score tree and the maxima as score_tile.
-template <class Vb, std::size_t KB, std::size_t D, bool Cut, class Tree, class Pos>
+template <class Vb, std::size_t NVq, std::size_t KB, std::size_t D, bool Cut, class Tree, class Pos>
 __attribute__((always_inline)) inline void amx_score_tile(rows_view<bf16> k, const bf16* qt, const Tree& t, Pos pos, std::size_t i0,
-                                                          std::size_t j0, float* st, Vb (&mt)[2], std::size_t live) noexcept {
-    constexpr std::size_t QL = 32;
-    constexpr bool padded = Cut || KB % 32 != 0;
-    alignas(64) bf16 pad[padded ? 32 * D : 1];
+                                                          std::size_t j0, float* st, Vb (&mt)[NVq], std::size_t live) noexcept {
+    constexpr std::size_t QL = amx_queries;
+    static_assert(NVq * simd::lanes<Vb> == QL);
+    constexpr bool padded = Cut || KB % 16 != 0;
+    alignas(64) bf16 pad[padded ? 16 * D : 1];
     const std::size_t n = Cut ? std::min(live, KB) : KB;
-    Vb mx[2] = {Vb(-std::numeric_limits<float>::infinity()), Vb(-std::numeric_limits<float>::infinity())};
-    for (std::size_t jr = 0; jr < KB; jr += 32) {
-        const bf16* rows[2];
-        std::size_t ld[2];
-        for (std::size_t h = 0; h < 2; ++h) {
-            const std::size_t r = jr + 16 * h;
-            rows[h] = k.p + r * k.ld, ld[h] = k.ld;
-            if (padded && r + 16 > n) {
-                bf16* const out = pad + h * 16 * D;
-                for (std::size_t i = 0; i < 16; ++i)
-                    if (r + i < n) std::memcpy(out + i * D, rows[h] + i * k.ld, D * sizeof(bf16));
-                    else std::fill(out + i * D, out + (i + 1) * D, bf16::from_bits(0));
-                rows[h] = out, ld[h] = D;
-            }
+    Vb mx[NVq];
+    for (auto& x : mx) x = Vb(-std::numeric_limits<float>::infinity());
+    for (std::size_t jr = 0; jr < KB; jr += 16) {
+        const bf16* rows = k.p + jr * k.ld;
+        std::size_t ld = k.ld;
+        if (padded && jr + 16 > n) {
+            for (std::size_t i = 0; i < 16; ++i)
+                if (jr + i < n) std::memcpy(pad + i * D, rows + i * k.ld, D * sizeof(bf16));
+                else std::fill(pad + i * D, pad + (i + 1) * D, bf16::from_bits(0));
+            rows = pad, ld = D;
         }
-        amx_scores<D>(rows[0], ld[0], rows[1], ld[1], qt, st + jr * QL);
-        apply_tree<Vb, 2>(t, pos, i0, j0, jr, std::min(jr + 32, KB), st, mx);
+        amx_scores<D>(rows, ld, qt, st + jr * QL);
+        apply_tree<Vb, NVq>(t, pos, i0, j0, jr, std::min(jr + 16, KB), st, mx);
     }
-    mt[0] = mx[0], mt[1] = mx[1];
+    for (std::size_t c = 0; c < NVq; ++c) mt[c] = mx[c];
 }
 
-// P^T (st, KB rows of 32 floats) as P for the tiles: 32 rows of KP bf16, keys from KB on zero. A
+// P^T (st, KB rows of QL floats) as P for the tiles: QL rows of KP bf16, keys from KB on zero. A
 // pair of keys of one query is one 32-bit unit of P^T's pairs (pack_p_pairs), so P is those
 // units transposed.
-template <class Vb, std::size_t KB, std::size_t KP>
+template <class Vb, std::size_t NVq, std::size_t KB, std::size_t KP>
 __attribute__((always_inline)) inline void amx_pack_p(const float* st, float* pairs, float* p) noexcept {
-    pack_p_pairs<Vb, 2, KB>(st, reinterpret_cast<bf16*>(pairs));
-    std::fill(pairs + (KB + 1) / 2 * 32, pairs + KP / 2 * 32, 0.0f);  // (bits 0: bf16 zeros)
-    simd::transpose<KP / 2, 32, 32, KP / 2>(pairs, p);
+    constexpr std::size_t QL = NVq * simd::lanes<Vb>;
+    pack_p_pairs<Vb, NVq, KB>(st, reinterpret_cast<bf16*>(pairs));
+    std::fill(pairs + (KB + 1) / 2 * QL, pairs + KP / 2 * QL, 0.0f);  // (bits 0: bf16 zeros)
+    simd::transpose<KP / 2, QL, QL, KP / 2>(pairs, p);
 }
 
-// O's rows (32 x DV) times their query's alpha, but for rows whose max did not move (alpha 1).
-template <class Vb, std::size_t DV>
-__attribute__((always_inline)) inline void amx_rescale(float* o, const Vb (&alpha)[2]) noexcept {
-    alignas(64) float a[32];
-    simd::store(a, alpha[0]);
-    simd::store(a + 16, alpha[1]);
-    for (std::size_t i = 0; i < 32; ++i)
+// O's rows (QL x DV) times their query's alpha, but for rows whose max did not move (alpha 1).
+template <class Vb, std::size_t NVq, std::size_t DV>
+__attribute__((always_inline)) inline void amx_rescale(float* o, const Vb (&alpha)[NVq]) noexcept {
+    constexpr std::size_t W = simd::lanes<Vb>, QL = NVq * W;
+    alignas(64) float a[QL];
+    for (std::size_t c = 0; c < NVq; ++c) simd::store(a + c * W, alpha[c]);
+    for (std::size_t i = 0; i < QL; ++i)
         if (a[i] != 1.0f)
-            for (std::size_t c = 0; c < DV; c += 16) simd::store(o + i * DV + c, simd::load<Vb>(o + i * DV + c) * Vb(a[i]));
+            for (std::size_t c = 0; c < DV; c += W) simd::store(o + i * DV + c, simd::load<Vb>(o + i * DV + c) * Vb(a[i]));
 }
 
-// Stage 5 on tiles: O (32 x DV, row-major already) divided by l into the output rows from `skip`
+// Stage 5 on tiles: O (QL x DV, row-major already) divided by l into the output rows from `skip`
 // on (zeros where every key was masked), and the log-sum-exp when asked for.
-template <class Vb, std::size_t DV, class T, class U>
-inline void amx_finish(float* o, bool fresh, const Vb (&m)[2], const Vb (&l)[2], T* out, U* lse, std::size_t skip) noexcept {
-    if (fresh) std::fill(o, o + 32 * DV, 0.0f);
-    alignas(64) float inv[32];
-    for (std::size_t c = 0; c < 2; ++c) simd::store(inv + 16 * c, simd::select<Vb>(l[c] == Vb(0.0f), Vb(0.0f), Vb(1.0f) / l[c]));
-    for (std::size_t i = skip; i < 32; ++i)
-        for (std::size_t c = 0; c < DV; c += 16) simd::store(out + i * DV + c, simd::load<Vb>(o + i * DV + c) * Vb(inv[i]));
-    if (lse != nullptr) store_lse<Vb, 2>(m, l, lse, skip);
+template <class Vb, std::size_t NVq, std::size_t DV, class T, class U>
+inline void amx_finish(float* o, bool fresh, const Vb (&m)[NVq], const Vb (&l)[NVq], T* out, U* lse, std::size_t skip) noexcept {
+    constexpr std::size_t W = simd::lanes<Vb>, QL = NVq * W;
+    if (fresh) std::fill(o, o + QL * DV, 0.0f);
+    alignas(64) float inv[QL];
+    for (std::size_t c = 0; c < NVq; ++c) simd::store(inv + W * c, simd::select<Vb>(l[c] == Vb(0.0f), Vb(0.0f), Vb(1.0f) / l[c]));
+    for (std::size_t i = skip; i < QL; ++i)
+        for (std::size_t c = 0; c < DV; c += W) simd::store(out + i * DV + c, simd::load<Vb>(o + i * DV + c) * Vb(inv[i]));
+    if (lse != nullptr) store_lse<Vb, NVq>(m, l, lse, skip);
 }
 #endif
 
@@ -482,7 +483,7 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     using G = attention_tiling<F, Arch, NQ, D, DV>;
     constexpr std::size_t MR = G::MR, BN = Amx ? amx_key_tile : G::BN, MRV = G::MRV, WL = simd::lanes<Vb>, QL = NVq * WL;
     constexpr bool pairs = pair_dots<Vb, F, Ql, Kt, Vl, D>;
-    static_assert(!Amx || amx_dots<Vb, F, Ql, Kt, Vl, NVq, D, DV>);
+    static_assert(!Amx || amx_dots<Vb, F, Ql, Kt, Vl, NQ, D, DV>);
     using E = std::conditional_t<pairs, bf16, F>;  // the type the products read
     constexpr bool k_packed = !pairs && !(is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>);
     constexpr bool v_packed = !pairs && !(is_memory_leaf<Vl> && std::is_same_v<typename Vl::value_type, F>);
@@ -518,11 +519,11 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
         if constexpr (Amx) {
 #if defined(ATTEND_HAS_AMX_BF16)
             constexpr std::size_t KP = (KB + 31) / 32 * 32;
-            amx_score_tile<Vb, KB, D, Cut>(key_pairs(kt, sp, j0), qt, t, sp, i0, j0, st, mt, live);
+            amx_score_tile<Vb, NVq, KB, D, Cut>(key_pairs(kt, sp, j0), qt, t, sp, i0, j0, st, mt, live);
             online_softmax<Vb, NVq, KB>(st, mt, m, l, alpha);
-            amx_pack_p<Vb, KB, KP>(st, punits, pmat);
+            amx_pack_p<Vb, NVq, KB, KP>(st, punits, pmat);
             const rows_view<bf16> vp = value_pairs<KP, DV>(v, ob, j0, vpairs, std::min(live, KB));
-            if (!fresh) amx_rescale<Vb, DV>(ot, alpha);
+            if (!fresh) amx_rescale<Vb, NVq, DV>(ot, alpha);
             amx_pv<DV, KP>(reinterpret_cast<const bf16*>(pmat), vp.p, ot, fresh);
 #endif
         } else if constexpr (pairs) {
@@ -578,7 +579,7 @@ void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U*
     U* const lse_rows = lse ? lse + batch * NQ + i0 : lse;
     if constexpr (Amx) {
 #if defined(ATTEND_HAS_AMX_BF16)
-        amx_finish<Vb, DV>(ot, fresh, m, l, rows, lse_rows, skip);
+        amx_finish<Vb, NVq, DV>(ot, fresh, m, l, rows, lse_rows, skip);
 #endif
     } else {
         finish_queries<Vb, NVq, DV>(ot, fresh, m, l, rows, lse_rows, skip);
@@ -618,16 +619,24 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
             static_assert(NQ >= QT, "attend internal: the attention nest's query tile is wider than the queries");
             [[maybe_unused]] const bool ahead = G::rest_decodes && decode_from_dram<F>(kt, v);  // for the leftover queries
             using Vb = typename G::B;
-            constexpr bool amx = amx_dots<Vb, F, std::remove_cvref_t<decltype(q)>, std::remove_cvref_t<decltype(kt)>,
-                                          std::remove_cvref_t<decltype(v)>, G::NV, D, DV>;
-            const bool on_tiles = amx && simd::use_amx();
+            if constexpr (amx_dots<Vb, F, std::remove_cvref_t<decltype(q)>, std::remove_cvref_t<decltype(kt)>,
+                                   std::remove_cvref_t<decltype(v)>, NQ, D, DV>) {
+#if defined(ATTEND_HAS_AMX_BF16)
+                // On tiles: query tiles of 64, the last one ending at the last query (overlapping).
+                constexpr std::size_t QA = amx_queries, atiles = NQ / QA, aitems = atiles + (NQ % QA != 0);
+                if (simd::use_amx())
+                    return parallel_for(batches * aitems, worth, [&](std::size_t item) {
+                        const std::size_t batch = item / aitems, t = aitems - 1 - item % aitems;
+                        const std::size_t i0 = t < atiles ? t * QA : NQ - QA, skip = t < atiles ? 0 : QA - NQ % QA;
+                        query_tile<Arch, S, T, F, Vb, QA / simd::lanes<Vb>, true>(sc, q, kt, v, out, lse, batch, i0, skip);
+                    });
+#endif
+            }
             parallel_for(batches * items, worth, [&](std::size_t item) {
                 const std::size_t batch = item / items, t = items - 1 - item % items;
                 if constexpr (G::rest_decodes)
                     if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest, ahead);
                 const std::size_t i0 = t < tiles ? t * QT : NQ - QT, skip = t < tiles ? 0 : QT - rest;
-                if constexpr (amx)
-                    if (on_tiles) return query_tile<Arch, S, T, F, Vb, G::NV, true>(sc, q, kt, v, out, lse, batch, i0, skip);
                 query_tile<Arch, S, T, F, Vb, G::NV, false>(sc, q, kt, v, out, lse, batch, i0, skip);
             });
         }

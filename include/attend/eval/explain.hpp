@@ -163,8 +163,8 @@ std::string explain(const E& e) {
                       detail::pair_dots<typename G::B, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
                                         std::remove_cvref_t<decltype(A::b)>, MM::K>)
             s += detail::amx_dots<typename G::B, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
-                                  std::remove_cvref_t<decltype(A::b)>, G::NV, MM::K, DV>
-                     ? "  bf16 Q, K and V: both products on AMX tiles (tdpbf16ps, key tiles of 64) when the OS grants them, else by "
+                                  std::remove_cvref_t<decltype(A::b)>, MM::M, MM::K, DV>
+                     ? "  bf16 Q, K and V: both products on AMX tiles (tdpbf16ps; query and key tiles of 64) when the OS grants them, else by "
                        "vdpbf16ps (bf16 pairs; P rounded to bf16)\n"
                      : "  bf16 Q, K and V: both products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16)\n";
         if constexpr (MM::M <= DT::max_queries &&
