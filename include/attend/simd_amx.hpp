@@ -4,7 +4,7 @@
 // (g++ and clang++ -march=native on Sapphire Rapids and later) gets `has_amx_bf16`; whether a
 // program may use the tiles is a run-time matter (Linux grants the tile state per process on
 // request, and a hypervisor may withhold it), so `amx_granted()` asks once. Tiles are eight
-// registers of up to 16 rows x 64 bytes; tdpbf16ps adds to a 16 x 16 float tile the products of a
+// registers of 16 rows x 64 bytes; tdpbf16ps adds to a 16 x 16 float tile the products of a
 // 16 x 32 bf16 tile and a 16 x 32 bf16 tile of pairs (row p of the second holds elements 2p and
 // 2p + 1 of the shared axis for each of 16 columns): 16 x 16 x 32 products per instruction.
 // Denormal inputs count as zero and results round to nearest even, as with vdpbf16ps.
@@ -40,15 +40,8 @@ inline bool amx_granted() noexcept {
     return granted;
 }
 
-// The shape of one tile register: rows, and bytes a row (at most 16 and 64).
-struct tile_shape {
-    std::uint8_t rows = 16;
-    std::uint16_t bytes = 64;
-};
-
-// The tile configuration (palette 1), by default every tile 16 rows x 64 bytes: 16 x 16 floats
-// or 16 x 32 bf16. It is per thread; a nest holds one of these for as long as it uses the tiles
-// and releases them after.
+// Every tile 16 rows x 64 bytes (palette 1): 16 x 16 floats or 16 x 32 bf16. The configuration is
+// per thread; a nest holds one of these for as long as it uses the tiles and releases them after.
 class amx_tiles {
     struct alignas(64) config {
         std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
@@ -57,10 +50,9 @@ class amx_tiles {
     };
 
 public:
-    amx_tiles() noexcept : amx_tiles({tile_shape{}, tile_shape{}, tile_shape{}, tile_shape{}, tile_shape{}, tile_shape{}, tile_shape{}, tile_shape{}}) {}
-    explicit amx_tiles(const tile_shape (&shapes)[8]) noexcept {
+    amx_tiles() noexcept {
         config c;
-        for (int t = 0; t < 8; ++t) c.bytes_per_row[t] = shapes[t].bytes, c.rows[t] = shapes[t].rows;
+        for (int t = 0; t < 8; ++t) c.bytes_per_row[t] = 64, c.rows[t] = 16;
         _tile_loadconfig(&c);
     }
     ~amx_tiles() { _tile_release(); }
@@ -87,32 +79,6 @@ __attribute__((always_inline)) inline void tile_zero() noexcept {
 template <int C, int A, int B>
 __attribute__((always_inline)) inline void tile_dot_bf16() noexcept {
     __asm__ volatile("{tdpbf16ps\t%%tmm%c0, %%tmm%c1, %%tmm%c2|tdpbf16ps\t%%tmm%c2, %%tmm%c1, %%tmm%c0}" ::"i"(B), "i"(A), "i"(C));
-}
-
-// 16 floats at x, each split into three bf16 parts whose sum is x exactly (hi: x with its low 16
-// bits cleared; mid: the same of the rest; lo: what is left, at most 8 significant bits; NaN and
-// ±inf are their own hi, a NaN with a quiet bit, and zero mid and lo), stored as pairs of
-// neighbours: out[3p + t] holds part t of x[2p] and x[2p + 1] (p < 8), as one 32-bit unit.
-inline void split_in_three(const float* x, std::uint32_t* out) noexcept {
-    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-    const __m512 v = _mm512_loadu_ps(x);
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    const __mmask16 finite = _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(__builtin_inff()), _CMP_LT_OQ);
-    __m512i hi = _mm512_and_si512(_mm512_castps_si512(v), high);
-    hi = _mm512_mask_or_epi32(hi, nan, hi, _mm512_set1_epi32(0x00400000));
-    const __m512 rest = _mm512_maskz_sub_ps(finite, v, _mm512_castsi512_ps(hi));  // exact: the low 16 bits
-    const __m512i mid = _mm512_and_si512(_mm512_castps_si512(rest), high);
-    const __m512 lo = _mm512_sub_ps(rest, _mm512_castsi512_ps(mid));  // exact
-    // Each part as 16 bf16 in order (exact: nothing below the top 16 bits, or a denormal, which
-    // the tiles read as zero anyway), so 32-bit unit p holds elements 2p and 2p + 1.
-    const __m256i h16 = (__m256i)_mm512_cvtneps_pbh(_mm512_castsi512_ps(hi));
-    const __m256i m16 = (__m256i)_mm512_cvtneps_pbh(_mm512_castsi512_ps(mid));
-    const __m512i l16 = _mm512_castsi256_si512((__m256i)_mm512_cvtneps_pbh(lo));
-    const __m512i hm = _mm512_inserti64x4(_mm512_castsi256_si512(h16), m16, 1);
-    const __m512i first = _mm512_set_epi32(5, 20, 12, 4, 19, 11, 3, 18, 10, 2, 17, 9, 1, 16, 8, 0);
-    const __m512i second = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 23, 15, 7, 22, 14, 6, 21, 13);
-    _mm512_storeu_si512(out, _mm512_permutex2var_epi32(hm, first, l16));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), _mm512_castsi512_si256(_mm512_permutex2var_epi32(hm, second, l16)));
 }
 #else
 inline constexpr bool has_amx_bf16 = false;

@@ -6,7 +6,6 @@
 #include <attend/nn.hpp>
 #include <boost/mpl/list.hpp>
 #include <boost/test/unit_test.hpp>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -629,83 +628,6 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_weights_even_and_odd) {
     BOOST_TEST(std::abs(y(0, 0) - (1.7e38 + 63 * 0.125)) <= 1e-6 * 1.7e38);
 }
 
-// Float x against bf16 weight rows (N, K) in L2 on AMX tiles where the target and the OS have
-// them (x split into three bf16 parts), and with allow_amx(false) on the widening: 1 to 5 rows of
-// x, columns in blocks of 48, of 16 and a vector tail, a fused bias and residual, against double;
-// ±inf, NaN, values near the float limit and tiny ones; the destination on the right side.
-template <std::size_t M, std::size_t K, std::size_t N>
-void check_amx_rows() {
-    auto x = std::make_unique<tensor<float, M, K>>();
-    auto w = std::make_unique<tensor<bf16, N, K>>();
-    auto r = std::make_unique<tensor<float, M, N>>();
-    tensor<float, N> bias;
-    ref::fill(*x, 63);
-    ref::fill(*w, 64);
-    ref::fill(*r, 65);
-    ref::fill(bias, 66);
-    x->data()[1] = 3e-36f;  // its lowest part below bf16's normal range (read as zero: 2^-16 of it)
-    auto y = std::make_unique<tensor<float, M, N>>();
-    *y = attend::matmul(*x, attend::transpose(*w)) + bias + *r;
-    ref::expect_all(*y, [&](const ref::index& i) {
-        double acc = bias(i[1]) + (*r)(i[0], i[1]);
-        for (std::size_t k = 0; k < K; ++k) acc += double((*x)(i[0], k)) * static_cast<double>((*w)(i[1], k));
-        return acc;
-    }, 1e-5 * std::sqrt(double(K)));
-}
-
-BOOST_AUTO_TEST_CASE(matvec_bf16_rows_on_amx_tiles) {
-    for (const bool amx : {true, false}) {
-        attend::simd::allow_amx(amx);
-        check_amx_rows<1, 288, 115>();  // 2 x 48 + 16 + 3 columns
-        check_amx_rows<2, 64, 48>();
-        check_amx_rows<5, 96, 37>();
-        check_amx_rows<1, 768, 288>();
-
-        // ±inf, NaN and values near the float limit give what float products give.
-        constexpr std::size_t K = 64, N = 20;
-        tensor<float, 1, K> x;
-        auto w = std::make_unique<tensor<bf16, N, K>>();
-        for (std::size_t k = 0; k < K; ++k) {
-            x(0, k) = 0.25f;
-            for (std::size_t n = 0; n < N; ++n) (*w)(n, k) = bf16(0.5f);
-        }
-        x(0, 3) = std::numeric_limits<float>::infinity();
-        tensor<float, 1, N> y = attend::matmul(x, attend::transpose(*w));
-        for (std::size_t n = 0; n < N; ++n) BOOST_TEST(y(0, n) == std::numeric_limits<float>::infinity());
-        x(0, 3) = -std::numeric_limits<float>::quiet_NaN();
-        y = attend::matmul(x, attend::transpose(*w));
-        for (std::size_t n = 0; n < N; ++n) BOOST_TEST(std::isnan(y(0, n)));
-        x(0, 3) = std::bit_cast<float>(0x7f800001u);  // a signalling NaN whose payload is all in the low bits
-        y = attend::matmul(x, attend::transpose(*w));
-        for (std::size_t n = 0; n < N; ++n) BOOST_TEST(std::isnan(y(0, n)));
-        x(0, 3) = 3.4e38f;  // rounds to inf in bf16; split, it stays finite
-        y = attend::matmul(x, attend::transpose(*w));
-        for (std::size_t n = 0; n < N; ++n) BOOST_TEST(std::abs(y(0, n) - (1.7e38 + 63 * 0.125)) <= 1e-6 * 1.7e38);
-        x(0, 3) = 1.0f + 0x1p-9f + 0x1p-23f;  // every part non-zero (1, 2^-9, 2^-23): x itself against a one-hot row
-        for (std::size_t k = 0; k < K; ++k) (*w)(0, k) = bf16(k == 3 ? 1.0f : 0.0f);
-        y = attend::matmul(x, attend::transpose(*w));
-        BOOST_TEST(y(0, 0) == 1.0f + 0x1p-9f + 0x1p-23f);
-
-        // The destination on the right side: x = x W^T + x.
-        auto xs = std::make_unique<tensor<float, 1, 96>>();
-        auto ws = std::make_unique<tensor<bf16, 96, 96>>();
-        ref::fill(*xs, 67);
-        ref::fill(*ws, 68);
-        const tensor<float, 1, 96> before = *xs;
-        *xs = attend::matmul(*xs, attend::transpose(*ws)) + *xs;
-        ref::expect_all(*xs, [&](const ref::index& i) {
-            double acc = before(0, i[1]);
-            for (std::size_t k = 0; k < 96; ++k) acc += double(before(0, k)) * static_cast<double>((*ws)(i[1], k));
-            return acc;
-        }, 1e-5 * std::sqrt(96.0));
-    }
-    attend::simd::allow_amx(true);
-    auto x = std::make_unique<tensor<float, 1, 288>>();
-    auto w = std::make_unique<tensor<bf16, 768, 288>>();
-    const std::string how = attend::explain(attend::matmul(*x, attend::transpose(*w)));
-    BOOST_TEST((how.find("AMX") != std::string::npos) == attend::simd::has_amx_bf16, how);
-}
-
 // bf16 x against bf16 weights where the target has AVX-512 BF16 (exact products, float sums):
 // rows (N, K) as pair products, W (K, N) as pairs of rows (the matvec plan up to its row limit,
 // the contraction beyond). x stored in bf16 and x as cast<bf16>(float x) give the same bits;
@@ -1102,6 +1024,19 @@ BOOST_AUTO_TEST_CASE(prefill_amx_tiles) {
             *o = attend::matmul(attend::softmax(attend::masked_fill(scores, past, -INFINITY)), *v);
             expect_bf16_attention(*o, *q, *k, *v, false, static_cast<std::size_t>(len));
         }
+    }
+    // A value width of 16-column blocks only (48), head dimension 32, 64 queries, 50 keys.
+    auto q2 = std::make_unique<tensor<bf16, 2, 64, 32>>();
+    auto k2 = std::make_unique<tensor<bf16, 2, 50, 32>>();
+    auto v2 = std::make_unique<tensor<bf16, 2, 50, 48>>();
+    ref::fill(*q2, 84);
+    ref::fill(*k2, 85);
+    ref::fill(*v2, 86);
+    auto o2 = std::make_unique<tensor<float, 2, 64, 48>>();
+    for (const bool amx : {true, false}) {
+        attend::simd::allow_amx(amx);
+        *o2 = attend::scaled_dot_product_attention(*q2, *k2, *v2, attend::causal_mask<64, 50>());
+        expect_bf16_attention(*o2, *q2, *k2, *v2, true);
     }
     attend::simd::allow_amx(true);
     const std::string how = attend::explain(attend::scaled_dot_product_attention(*q, *k, *v));

@@ -234,10 +234,6 @@ std::string explain(const E& e) {
         const std::string rows_n = std::to_string(G::RN) + " rows of (N, K) at a time as dot products, " + std::to_string(G::MB) +
                                    " row(s) of x per register tile" +
                                    (even_odd ? "; bf16 widened into even and odd elements, against x split the same way" : "") +
-                                   (even_odd && detail::amx_matvec_shape<MM::M, MM::K> && G::in_l2(bytes)
-                                        ? " (on AMX tiles when the OS grants them: tdpbf16ps, 16 rows at a time, x split into three "
-                                          "exact bf16 parts)"
-                                        : "") +
                                    (pairs ? "; bf16 x and weight as pair products by vdpbf16ps (two products per lane)" : "");
         const char* rows_k_bf16 = pairs ? ", bf16 x and pairs of rows interleaved (vpunpcklwd, vpunpckhwd) as pair products by vdpbf16ps"
                                   : detail::even_odd_columns<typename G::B, T> ? ", bf16 widened into even and odd columns"

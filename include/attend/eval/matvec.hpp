@@ -16,8 +16,7 @@
 // bf16 weights widen into their even and odd elements (a shift and a mask, no shuffle) in both
 // layouts (even_odd_columns, even_odd_rows); bf16 x against a bf16 weight on AVX-512 BF16 takes
 // pair products instead, nothing widened (pair_matvec: rows (N, K) as they lie, rows (K, N)
-// interleaved two at a time). Float x against bf16 rows (N, K) in L2 takes AMX tiles where the
-// process has them (matvec_amx.hpp: x split into three exact bf16 parts).
+// interleaved two at a time).
 // x is read in place (it is materialised first when it is an expression; 16-bit x gets a float
 // copy unless it takes pairs). The finished panel goes through the contraction's epilogue, so
 // bias, residual and activation stay fused.
@@ -33,7 +32,6 @@
 #include "../expr/matmul.hpp"
 #include "lower.hpp"
 #include "machine.hpp"
-#include "matvec_amx.hpp"
 #include "parallel.hpp"
 #include "read.hpp"
 
@@ -749,16 +747,9 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
             } else rows();
         }
         else if constexpr (even_odd) {
-            std::size_t done = 0;  // columns done on AMX tiles, where the process has them
-#if defined(ATTEND_HAS_AMX_BF16)
-            if constexpr (amx_matvec_shape<M, K> && G::in_l2(bytes))
-                if (simd::use_amx()) done = amx_dot_panel<M, K>(x, ldx, w, ldw, ncols, y, NP);
-#endif
-            if (done < ncols) {
-                alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
-                for (std::size_t m = 0; m < M; ++m) simd::split_even_odd(x + m * ldx, K / 2, xs + m * K, xs + m * K + K / 2);
-                dot_panel<B, M, G::MB, G::RN, K, dots::even_odd>(x, ldx, w + done * ldw, ldw, ncols - done, y + done, NP, +xs);
-            }
+            alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
+            for (std::size_t m = 0; m < M; ++m) simd::split_even_odd(x + m * ldx, K / 2, xs + m * K, xs + m * K + K / 2);
+            dot_panel<B, M, G::MB, G::RN, K, dots::even_odd>(x, ldx, w, ldw, ncols, y, NP, +xs);
         } else dot_panel<B, M, G::MB, G::RN, K, dots::plain, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
