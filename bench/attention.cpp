@@ -93,8 +93,9 @@ struct fused_impl {
 
 // bf16 Q, K and V (the float inputs rounded to bf16, and x's copies set to the rounded values so
 // the check's reference sees the same inputs) into a float output: both products on AMX tiles
-// where the target and the OS have them, else by vdpbf16ps where the target has AVX-512 BF16
-// (Vector: never on tiles), P rounded to bf16 (hence the looser check, 1e-2).
+// where the target and the OS have them, else by vdpbf16ps where the target has AVX-512 BF16 and
+// pair products pay on the core, else float FMAs on K and V widened as packed (Vector: never on
+// tiles), P rounded to bf16 on tiles and pairs (hence the looser check, 1e-2).
 template <std::size_t N, std::size_t D, bool Causal, bool Vector = false>
 struct bf16_impl {
     using H = attend::tensor<attend::bf16, N, D>;

@@ -946,6 +946,17 @@ BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
     expect_bf16_attention(ol, dqh, *k_len, *v_len, false);
 }
 
+namespace {
+// How the bf16 nests take their products: 0 AMX tiles where there are (else as -1), 1 vdpbf16ps
+// pairs where the target has them, 2 float FMAs; -1 the defaults.
+void use_products(int mode) {
+    attend::simd::allow_amx(mode <= 0);
+    attend::simd::pair_products(mode == 1 ? attend::simd::choice::always
+                                : mode == 2 ? attend::simd::choice::never
+                                            : attend::simd::choice::automatic);
+}
+}  // namespace
+
 // The prefill nest with bf16 Q, K and V (vdpbf16ps where the target has AVX-512 BF16): an odd
 // last key tile (77 = 48 + 29 keys: a pair padded with a zero key), a value width that is not a
 // whole number of 32-value blocks (40), queries past the last whole tile (70 = 2 x 32 + 6, run
@@ -958,10 +969,14 @@ BOOST_AUTO_TEST_CASE(prefill_pair_dots) {
     ref::fill(*k, 72);
     ref::fill(*v, 73);
     auto o = std::make_unique<tensor<float, 2, 70, 40>>();
-    *o = attend::scaled_dot_product_attention(*q, *k, *v);
-    expect_bf16_attention(*o, *q, *k, *v, false);
-    *o = attend::scaled_dot_product_attention(*q, *k, *v, attend::causal_mask<70, 77>());
-    expect_bf16_attention(*o, *q, *k, *v, true);
+    for (const int mode : {1, 2}) {  // pairs, float FMAs
+        use_products(mode);
+        *o = attend::scaled_dot_product_attention(*q, *k, *v);
+        expect_bf16_attention(*o, *q, *k, *v, false);
+        *o = attend::scaled_dot_product_attention(*q, *k, *v, attend::causal_mask<70, 77>());
+        expect_bf16_attention(*o, *q, *k, *v, true);
+    }
+    use_products(-1);
 
     // The destination on the right side: V (64 x 32 per head) replaced by the attention output.
     auto sq = std::make_unique<tensor<bf16, 2, 64, 32>>();
@@ -995,8 +1010,8 @@ BOOST_AUTO_TEST_CASE(prefill_pair_dots) {
     BOOST_TEST((how.find("vdpbf16ps") != std::string::npos) == attend::simd::has_bf16_pair_dot, how);
 }
 
-// The prefill nest on AMX tiles (where the target has AMX-BF16 and the OS grants the tiles) and,
-// with allow_amx(false), on the vector path, both against the reference: a last key tile of 36
+// The prefill nest on AMX tiles (where the target has AMX-BF16 and the OS grants the tiles), on
+// vdpbf16ps pairs and on float FMAs with K and V widened as packed, each against the reference: a last key tile of 36
 // (a tile of 32 and one of 4 live rows), value width 96, causal, a run-time length as an index
 // mask (tiles it cuts read no key row past it) and as a bool tensor (cut where it ends), and no
 // keys at all (zeros).
@@ -1010,8 +1025,8 @@ BOOST_AUTO_TEST_CASE(prefill_amx_tiles) {
     auto o = std::make_unique<tensor<float, 2, 96, 96>>();
     const auto j = attend::iota<2, 2, 96, 100>();
     const auto scores = attend::matmul(*q, attend::transpose(*k)) / 8.0f;
-    for (const bool amx : {true, false}) {
-        attend::simd::allow_amx(amx);
+    for (const int mode : {0, 1, 2}) {  // AMX tiles (where there are), vdpbf16ps pairs, float FMAs
+        use_products(mode);
         *o = attend::scaled_dot_product_attention(*q, *k, *v);
         expect_bf16_attention(*o, *q, *k, *v, false);
         *o = attend::scaled_dot_product_attention(*q, *k, *v, attend::causal_mask<96, 100>());
@@ -1033,12 +1048,12 @@ BOOST_AUTO_TEST_CASE(prefill_amx_tiles) {
     ref::fill(*k2, 85);
     ref::fill(*v2, 86);
     auto o2 = std::make_unique<tensor<float, 2, 64, 48>>();
-    for (const bool amx : {true, false}) {
-        attend::simd::allow_amx(amx);
+    for (const int mode : {0, 1, 2}) {
+        use_products(mode);
         *o2 = attend::scaled_dot_product_attention(*q2, *k2, *v2, attend::causal_mask<64, 50>());
         expect_bf16_attention(*o2, *q2, *k2, *v2, true);
     }
-    attend::simd::allow_amx(true);
+    use_products(-1);
     const std::string how = attend::explain(attend::scaled_dot_product_attention(*q, *k, *v));
     BOOST_TEST((how.find("AMX") != std::string::npos) == attend::simd::has_amx_bf16, how);
 }

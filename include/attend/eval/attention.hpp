@@ -25,6 +25,7 @@
 #include "attention_amx.hpp"
 #include "decode.hpp"
 #include "lower.hpp"
+#include "machine.hpp"
 #include "parallel.hpp"
 
 namespace attend {
@@ -128,8 +129,24 @@ inline void pack_q(const Ql& q, nd_pos<Rs, Rs - 2> sp, std::size_t i0, F* qt) no
     }
 }
 
+// Rows 0 .. KB of Cols contiguous 16-bit values (`ld` apart from src) widened into dst (KB x
+// Cols) a vector at a time; rows from `live` on as zeros.
+template <std::size_t KB, std::size_t Cols, class F, class T>
+inline void widen_rows(const T* src, std::size_t ld, std::size_t live, F* dst) noexcept {
+    using B = simd::batch<F>;
+    constexpr std::size_t W = simd::lanes<B>;
+    const std::size_t n = std::min(live, KB);
+    for (std::size_t r = 0; r < n; ++r) {
+        std::size_t c = 0;
+        for (; c + W <= Cols; c += W) simd::store(dst + r * Cols + c, simd::load<B>(src + r * ld + c));
+        for (; c < Cols; ++c) dst[r * Cols + c] = static_cast<F>(src[r * ld + c]);
+    }
+    std::fill(dst + n * Cols, dst + KB * Cols, F(0));
+}
+
 // Key rows j0 .. j0+KB (K^T's columns), read in place when K is memory of the compute type,
-// else packed into `pack` (KB x D), rows from `live` on as zeros (never read).
+// else packed into `pack` (KB x D), rows from `live` on as zeros (never read): 16-bit memory
+// rows widened a vector at a time, anything else element by element through its expression.
 template <std::size_t KB, std::size_t D, class F, class Kt, std::size_t Rs>
 inline rows_view<F> key_rows(const Kt& kt, nd_pos<Rs, Rs - 2> sp, std::size_t j0, F* pack, std::size_t live = KB) noexcept {
     if constexpr (is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>) {
@@ -137,6 +154,11 @@ inline rows_view<F> key_rows(const Kt& kt, nd_pos<Rs, Rs - 2> sp, std::size_t j0
         sp.idx[Rs - 1] = j0;
         constexpr auto kst = Kt::layout::template strides_at<Rs>;
         return {kt.data() + Kt::layout::offset(sp.idx), kst[Rs - 1], kst[Rs - 2]};
+    } else if constexpr (is_memory_leaf<Kt> && is_half<typename Kt::value_type> && in_place<Kt, typename Kt::value_type, 1>) {
+        sp.idx[Rs - 2] = 0;
+        sp.idx[Rs - 1] = j0;
+        widen_rows<KB, D>(kt.data() + Kt::layout::offset(sp.idx), Kt::layout::template strides_at<Rs>[Rs - 1], live, pack);
+        return {pack, D, 1};
     } else {
         for (std::size_t j = 0; j < KB; ++j)
             for (std::size_t d = 0; d < D; ++d) {
@@ -149,7 +171,8 @@ inline rows_view<F> key_rows(const Kt& kt, nd_pos<Rs, Rs - 2> sp, std::size_t j0
 }
 
 // V^T's rows for keys j0 .. j0+KB (value column dv of key j at p[dv * ld + j * step]), in place
-// or packed into `pack` (KB x DV), rows from `live` on as zeros (never read).
+// or packed into `pack` (KB x DV), rows from `live` on as zeros (never read); 16-bit memory
+// rows widened a vector at a time.
 template <std::size_t KB, std::size_t DV, class F, class Vl, std::size_t R>
 inline rows_view<F> value_rows(const Vl& v, nd_pos<R> ob, std::size_t j0, F* pack, std::size_t live = KB) noexcept {
     if constexpr (is_memory_leaf<Vl> && std::is_same_v<typename Vl::value_type, F>) {
@@ -157,6 +180,11 @@ inline rows_view<F> value_rows(const Vl& v, nd_pos<R> ob, std::size_t j0, F* pac
         ob.idx[R - 1] = 0;
         constexpr auto vst = Vl::layout::template strides_at<R>;
         return {v.data() + Vl::layout::offset(ob.idx), vst[R - 1], vst[R - 2]};
+    } else if constexpr (is_memory_leaf<Vl> && is_half<typename Vl::value_type> && in_place<Vl, typename Vl::value_type, 0>) {
+        ob.idx[R - 2] = j0;
+        ob.idx[R - 1] = 0;
+        widen_rows<KB, DV>(v.data() + Vl::layout::offset(ob.idx), Vl::layout::template strides_at<R>[R - 2], live, pack);
+        return {pack, 1, DV};
     } else {
         for (std::size_t j = 0; j < KB; ++j)
             for (std::size_t dv = 0; dv < DV; ++dv) {
@@ -471,18 +499,36 @@ inline void amx_finish(float* o, bool fresh, const Vb (&m)[NVq], const Vb (&l)[N
 
 // ---- the nest ------------------------------------------------------------------------------
 
+// How a query tile's two products run: float FMAs (16-bit K and V widened as they are packed),
+// bf16 pair products (vdpbf16ps), or AMX tiles.
+enum class products { fmas, pairs, tiles };
+
+// Whether bf16 pair products beat widening to float FMAs on this core (simd::pair_products: the
+// program's choice, else measured per vendor): on Zen 5 the pair nest ran 1.69x the float nest;
+// on an Intel Xeon (Sapphire Rapids class) vdpbf16ps gave half the FMA's products a second, and
+// the float nest with K and V widened as packed ran 1.35x the pair nest (docs/performance.md).
+inline bool pair_products_pay() noexcept {
+    switch (simd::pair_products()) {
+        case simd::choice::always: return true;
+        case simd::choice::never: return false;
+        default: return !intel_core();
+    }
+}
+
 // One work item: the queries i0 .. i0+QL of batch index `batch`, over every key tile that the
-// score tree's masks do not rule out (bounds.hpp); the first `skip` are not written. Amx: the
-// products on AMX tiles (amx_dots holds and the process was granted them).
-template <class Arch, class S, class T, class F, class Vb, std::size_t NVq, bool Amx, class Sc, class Ql, class Kt, class Vl, class U>
+// score tree's masks do not rule out (bounds.hpp); the first `skip` are not written. Mode: how
+// the products run (the caller's run-time choice, evaluate_attention).
+template <class Arch, class S, class T, class F, class Vb, std::size_t NVq, products Mode, class Sc, class Ql, class Kt, class Vl, class U>
 void query_tile(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* out, U* lse, std::size_t batch, std::size_t i0,
                 std::size_t skip) {
     using Ss = typename Sc::shape_type;
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
     constexpr std::size_t R = S::rank, Rs = Ss::rank, NQ = MM::M, D = MM::K, NK = MM::N, DV = S::extents[R - 1];
     using G = attention_tiling<F, Arch, NQ, D, DV>;
-    constexpr std::size_t MR = G::MR, BN = Amx ? amx_key_tile : G::BN, MRV = G::MRV, WL = simd::lanes<Vb>, QL = NVq * WL;
-    constexpr bool pairs = pair_dots<Vb, F, Ql, Kt, Vl, D>;
+    constexpr bool Amx = Mode == products::tiles, pairs = Mode != products::fmas;  // (tiles read pairs too)
+    [[maybe_unused]] constexpr std::size_t MR = G::MR, MRV = G::MRV;  // (the vector products' micro-tiles)
+    constexpr std::size_t BN = Amx ? amx_key_tile : G::BN, WL = simd::lanes<Vb>, QL = NVq * WL;
+    static_assert(!pairs || pair_dots<Vb, F, Ql, Kt, Vl, D>);
     static_assert(!Amx || amx_dots<Vb, F, Ql, Kt, Vl, NQ, D, DV>);
     using E = std::conditional_t<pairs, bf16, F>;  // the type the products read
     constexpr bool k_packed = !pairs && !(is_memory_leaf<Kt> && std::is_same_v<typename Kt::value_type, F>);
@@ -628,16 +674,21 @@ void evaluate_attention(T* out, const E& root, U* lse = nullptr) {
                     return parallel_for(batches * aitems, worth, [&](std::size_t item) {
                         const std::size_t batch = item / aitems, t = aitems - 1 - item % aitems;
                         const std::size_t i0 = t < atiles ? t * QA : NQ - QA, skip = t < atiles ? 0 : QA - NQ % QA;
-                        query_tile<Arch, S, T, F, Vb, QA / simd::lanes<Vb>, true>(sc, q, kt, v, out, lse, batch, i0, skip);
+                        query_tile<Arch, S, T, F, Vb, QA / simd::lanes<Vb>, products::tiles>(sc, q, kt, v, out, lse, batch, i0, skip);
                     });
 #endif
             }
+            constexpr bool may_pair = pair_dots<Vb, F, std::remove_cvref_t<decltype(q)>, std::remove_cvref_t<decltype(kt)>,
+                                                std::remove_cvref_t<decltype(v)>, D>;
+            const bool pair = may_pair && pair_products_pay();
             parallel_for(batches * items, worth, [&](std::size_t item) {
                 const std::size_t batch = item / items, t = items - 1 - item % items;
                 if constexpr (G::rest_decodes)
                     if (t == tiles) return decode_queries<Arch, S, F, rest>(sc, q, kt, v, out, lse, batch, NQ - rest, ahead);
                 const std::size_t i0 = t < tiles ? t * QT : NQ - QT, skip = t < tiles ? 0 : QT - rest;
-                query_tile<Arch, S, T, F, Vb, G::NV, false>(sc, q, kt, v, out, lse, batch, i0, skip);
+                if constexpr (may_pair)
+                    if (pair) return query_tile<Arch, S, T, F, Vb, G::NV, products::pairs>(sc, q, kt, v, out, lse, batch, i0, skip);
+                query_tile<Arch, S, T, F, Vb, G::NV, products::fmas>(sc, q, kt, v, out, lse, batch, i0, skip);
             });
         }
     });

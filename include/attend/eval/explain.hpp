@@ -165,8 +165,10 @@ std::string explain(const E& e) {
             s += detail::amx_dots<typename G::B, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
                                   std::remove_cvref_t<decltype(A::b)>, MM::M, MM::K, DV>
                      ? "  bf16 Q, K and V: both products on AMX tiles (tdpbf16ps; query and key tiles of 64) when the OS grants them, else by "
-                       "vdpbf16ps (bf16 pairs; P rounded to bf16)\n"
-                     : "  bf16 Q, K and V: both products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16)\n";
+                       "vdpbf16ps (bf16 pairs; P rounded to bf16) on cores where pairs pay (not Intel's), else float FMAs on K and V "
+                       "widened as packed\n"
+                     : "  bf16 Q, K and V: both products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16) on cores "
+                       "where pairs pay (not Intel's), else float FMAs on K and V widened as packed\n";
         if constexpr (MM::M <= DT::max_queries &&
                       detail::decode_pairs<DT, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
                                            std::remove_cvref_t<decltype(A::b)>, MM::K, DV>)
