@@ -105,21 +105,6 @@ inline bool use_amx() noexcept {
     return has_amx_bf16 && amx_allowed().load(std::memory_order_relaxed) && amx_granted();
 }
 
-// Whether nests take bf16 pair products (vdpbf16ps) where they may: `automatic` lets the nest
-// decide from the core (eval/attention.hpp, pair_products_pay); `always` and `never` are for
-// comparisons and for tests of either path on any machine.
-enum class choice { automatic, always, never };
-inline std::atomic<choice>& pair_products_choice() noexcept {
-    static std::atomic<choice> c{choice::automatic};
-    return c;
-}
-inline void pair_products(choice c) noexcept {
-    pair_products_choice().store(c, std::memory_order_relaxed);
-}
-inline choice pair_products() noexcept {
-    return pair_products_choice().load(std::memory_order_relaxed);
-}
-
 }  // namespace simd
 }  // namespace ATTEND_ARCH_NAMESPACE
 }  // namespace attend

@@ -9,6 +9,7 @@
 // directly. Every path gives the bits half.hpp's scalar conversions give.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -304,6 +305,21 @@ inline B bits_as(const T* p) noexcept {
     B x;
     std::memcpy(static_cast<void*>(&x), static_cast<const void*>(p), sizeof x);
     return x;
+}
+
+// Whether nests take bf16 pair products (vdpbf16ps) where they may: `automatic` lets the nest
+// decide from the core (eval/decode.hpp, pair_products_pay); `always` and `never` are for
+// comparisons and for tests of either path on any machine.
+enum class choice { automatic, always, never };
+inline std::atomic<choice>& pair_products_choice() noexcept {
+    static std::atomic<choice> c{choice::automatic};
+    return c;
+}
+inline void pair_products(choice c) noexcept {
+    pair_products_choice().store(c, std::memory_order_relaxed);
+}
+inline choice pair_products() noexcept {
+    return pair_products_choice().load(std::memory_order_relaxed);
 }
 
 // ---- bf16 pair dot products (AVX-512 BF16) ---------------------------------------------------

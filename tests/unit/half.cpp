@@ -1132,10 +1132,14 @@ void check_decode_pairs(int seed) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(decode_pair_dots) {
-    check_decode_pairs<2, 3, 300, 64>(130);
-    check_decode_pairs<2, 4, 300, 128>(133);
-    check_decode_pairs<1, 5, 300, 32>(136);
-    check_decode_pairs<1, 15, 300, 64>(139);
+    for (const int mode : {1, 2}) {  // pair products, float FMAs (use_products)
+        use_products(mode);
+        check_decode_pairs<2, 3, 300, 64>(130);
+        check_decode_pairs<2, 4, 300, 128>(133);
+        check_decode_pairs<1, 5, 300, 32>(136);
+        check_decode_pairs<1, 15, 300, 64>(139);
+    }
+    use_products(-1);
 }
 
 // Decode into the first rows of its own bf16 V (read in place while the result lands there): as

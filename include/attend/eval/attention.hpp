@@ -25,7 +25,6 @@
 #include "attention_amx.hpp"
 #include "decode.hpp"
 #include "lower.hpp"
-#include "machine.hpp"
 #include "parallel.hpp"
 
 namespace attend {
@@ -502,18 +501,6 @@ inline void amx_finish(float* o, bool fresh, const Vb (&m)[NVq], const Vb (&l)[N
 // How a query tile's two products run: float FMAs (16-bit K and V widened as they are packed),
 // bf16 pair products (vdpbf16ps), or AMX tiles.
 enum class products { fmas, pairs, tiles };
-
-// Whether bf16 pair products beat widening to float FMAs on this core (simd::pair_products: the
-// program's choice, else measured per vendor): on Zen 5 the pair nest ran 1.69x the float nest;
-// on an Intel Xeon (Sapphire Rapids class) vdpbf16ps gave half the FMA's products a second, and
-// the float nest with K and V widened as packed ran 1.35x the pair nest (docs/performance.md).
-inline bool pair_products_pay() noexcept {
-    switch (simd::pair_products()) {
-        case simd::choice::always: return true;
-        case simd::choice::never: return false;
-        default: return !intel_core();
-    }
-}
 
 // One work item: the queries i0 .. i0+QL of batch index `batch`, over every key tile that the
 // score tree's masks do not rule out (bounds.hpp); the first `skip` are not written. Mode: how

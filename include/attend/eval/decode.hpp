@@ -720,6 +720,19 @@ inline constexpr bool decode_pairs = simd::pair_rows<typename G::B, D> && simd::
                                      std::is_same_v<F, float> && std::is_same_v<typename Ql::value_type, bf16> &&
                                      in_place<Kt, bf16, 1> && in_place<Vl, bf16, 0>;
 
+// Whether bf16 pair products beat widening to float FMAs on this core (simd::pair_products: the
+// program's choice, else measured per vendor): on Zen 5 the prefill pair nest ran 1.69x the float
+// nest; on an Intel Xeon (Sapphire Rapids class) vdpbf16ps gave half the FMA's products a second,
+// the prefill float nest on widened K and V ran 1.35x the pair nest and decode with float Q beat
+// the pair stages (docs/performance.md). The prefill and decode nests ask it once per call.
+inline bool pair_products_pay() noexcept {
+    switch (simd::pair_products()) {
+        case simd::choice::always: return true;
+        case simd::choice::never: return false;
+        default: return !intel_core();
+    }
+}
+
 // A cache of at least the L3's size (at most 32 MiB: request_ahead_bytes) streams at about
 // DRAM's rate: then the tile stages request their next rows (in Zen 5's L3 the requests only
 // cost; docs/performance.md, 2026-11-28 "evening" and 2026-11-29 "Intel"). Asked once per call.
@@ -747,9 +760,10 @@ bool decode_goes_by_key(const Tree& tree, box<Rs> b, bool ahead) {
 // One work item: the NQ queries i0 .. i0+NQ of batch index `batch` (every query, or the prefill
 // nest's last few) against keys [jb, je) (whole tiles but the last), into the running state `s`;
 // `ahead`: decode_from_dram's answer.
-template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, std::size_t NQ, std::size_t DV>
-void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size_t batch, std::size_t i0, std::size_t jb,
-                 std::size_t je, const decode_state<F, NQ, DV>& s, bool ahead) {
+// Pairs: the tile stages on pair products (decode_pairs holds and they pay: decode_keys).
+template <class Arch, class S, class F, bool Pairs, class Sc, class Ql, class Kt, class Vl, std::size_t NQ, std::size_t DV>
+void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size_t batch, std::size_t i0, std::size_t jb,
+                      std::size_t je, const decode_state<F, NQ, DV>& s, bool ahead) {
     using Ss = typename Sc::shape_type;
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
     constexpr std::size_t R = S::rank, Rs = Ss::rank, D = MM::K;
@@ -786,7 +800,8 @@ void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size
     // bf16 Q, K and V: the tile stages on pair dot products (decode_pairs), Q and each tile's P
     // as bf16. Else they read bf16 key rows in place as even and odd elements, against the
     // queries split the same way (decode_scores).
-    constexpr bool pairs = decode_pairs<G, F, Ql, Kt, Vl, D, DV>;
+    constexpr bool pairs = Pairs;
+    static_assert(!pairs || decode_pairs<G, F, Ql, Kt, Vl, D, DV>);
     constexpr bool split = [] {
         if constexpr (streamed<Kt, F, 1> && !G::stream && !pairs) return simd::split_keys<B, typename Kt::value_type, D>;
         else return false;
@@ -949,6 +964,17 @@ void decode_merge(const decode_state<F, NQ, DV>* parts, std::size_t chunks) noex
         }
         s.m[i] = m;
     }
+}
+
+// decode_key_tiles with the tile stages on pair products where they may and pay.
+template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, std::size_t NQ, std::size_t DV>
+void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size_t batch, std::size_t i0, std::size_t jb,
+                 std::size_t je, const decode_state<F, NQ, DV>& s, bool ahead) {
+    using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
+    using G = decode_tiling<F, Arch, NQ, MM::K, DV>;
+    if constexpr (decode_pairs<G, F, Ql, Kt, Vl, MM::K, DV>)
+        if (pair_products_pay()) return decode_key_tiles<Arch, S, F, true>(sc, q, kt, v, batch, i0, jb, je, s, ahead);
+    decode_key_tiles<Arch, S, F, false>(sc, q, kt, v, batch, i0, jb, je, s, ahead);
 }
 
 // One work item: the NQ queries i0 .. i0+NQ of batch index `batch` against every key, written

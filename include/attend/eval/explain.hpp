@@ -172,7 +172,8 @@ std::string explain(const E& e) {
         if constexpr (MM::M <= DT::max_queries &&
                       detail::decode_pairs<DT, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
                                            std::remove_cvref_t<decltype(A::b)>, MM::K, DV>)
-            s += "  bf16 Q, K and V: the tile stages' products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16)\n";
+            s += "  bf16 Q, K and V: the tile stages' products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16) on "
+                 "cores where pairs pay (not Intel's), else float FMAs on keys widened as read\n";
         s += "  Q: " + detail::describe<decltype(MM::a)>() + "\n  K^T: " + detail::describe<decltype(MM::b)>() + "\n  V: " +
              detail::describe<decltype(A::b)>() + "\n";
         if constexpr (!std::is_same_v<A, L>)
