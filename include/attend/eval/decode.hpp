@@ -724,7 +724,8 @@ inline constexpr bool decode_pairs = simd::pair_rows<typename G::B, D> && simd::
 // program's choice, else measured per vendor): on Zen 5 the prefill pair nest ran 1.69x the float
 // nest; on an Intel Xeon (Sapphire Rapids class) vdpbf16ps gave half the FMA's products a second,
 // the prefill float nest on widened K and V ran 1.35x the pair nest and decode with float Q beat
-// the pair stages (docs/performance.md). The prefill and decode nests ask it once per call.
+// the pair stages (docs/performance.md). The prefill nest asks it once per call, decode once per
+// work item (decode_keys).
 inline bool pair_products_pay() noexcept {
     switch (simd::pair_products()) {
         case simd::choice::always: return true;
