@@ -208,6 +208,31 @@ BOOST_AUTO_TEST_CASE(matvec_in_l2_reading_the_destination) {
     check_matvec_l2_reading_the_destination<360>();
 }
 
+// Six rows of x against W (K, N) beyond L2: rows of x in groups (a group of 4 and one of 2), panels
+// of whole rows. The destination is x itself, then six rows of the weight that the product reads
+// (rows 3 .. 8 into rows 0 .. 5).
+BOOST_AUTO_TEST_CASE(matvec_grouped_rows_reading_the_destination) {
+    constexpr std::size_t N = 656;
+    auto w = std::make_unique<tensor<float, N, N>>();
+    auto w0 = std::make_unique<tensor<float, N, N>>();
+    ref::fill(*w, 43, -1, 1);
+    *w0 = *w;
+    tensor<float, 6, N> r, r0;
+    ref::fill(r, 44, -1, 1);
+    r0 = r;
+    static_assert(attend::plan_of<decltype(attend::matmul(r, *w))> == attend::plan::matvec);
+    r = attend::matmul(r, *w);
+    const double tol = 1e-5 * std::sqrt(double(N));
+    expect_flat(r, matmul_ref([&](std::size_t i, std::size_t k) { return r0(i, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, 6, N, N),
+                tol);
+    attend::slice<0, 6>(*w, 0) = attend::matmul(attend::slice<0, 6>(*w, 3), *w);
+    const auto want = matmul_ref([&](std::size_t i, std::size_t k) { return (*w0)(3 + i, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, 6, N, N);
+    for (std::size_t i = 0; i < 6; ++i)
+        for (std::size_t j = 0; j < N; ++j) BOOST_CHECK(ref::close(double((*w)(i, j)), want[i * N + j], tol));
+    for (std::size_t i = 6; i < N; ++i)
+        for (std::size_t j = 0; j < N; ++j) BOOST_REQUIRE_EQUAL((*w)(i, j), (*w0)(i, j));
+}
+
 // The residual connection of every transformer block, over several k blocks (K = 520 and 1100
 // exceed the k block of every target): the partial sums must never land in `x`.
 BOOST_AUTO_TEST_CASE(residual_matmul_plus_destination) {

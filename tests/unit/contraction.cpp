@@ -86,26 +86,26 @@ void check_matvec() {
     ref::fill(*r, 34, -1, 1);
     ref::fill(bias, 35, -1, 1);
     constexpr attend::plan expected = M <= 16 ? attend::plan::matvec : attend::plan::contraction;
-    // W (K, N) takes the contraction beyond the target's max_rows_k (4 on AVX-512, else 16).
-    constexpr std::size_t rows_k = attend::detail::matvec_tiling<float, attend::simd::default_arch, M, N>::max_rows_k;
-    constexpr attend::plan expected_kn = M <= rows_k ? attend::plan::matvec : attend::plan::contraction;
-    static_assert(attend::plan_of<decltype(attend::matmul(*x, *w))> == expected_kn);
-    if constexpr (expected_kn == attend::plan::matvec) {
+    static_assert(attend::plan_of<decltype(attend::matmul(*x, *w))> == expected);
+    if constexpr (expected == attend::plan::matvec) {
         // With 32 registers: column sums in registers over all of K up to 32 KiB (in L1), or up to
         // 1 MiB (in L2) with two rows of x; one row of x against up to 1 MiB with rows of at most
         // 24 whole vectors: rows read whole. Else rows per step: 8 from 16 MiB with one row of
-        // x, 2 up to 1 MiB with one row of x given 32 registers, else 4.
+        // x, 2 up to 1 MiB with one row of x given 32 registers, 16 for more than four rows of x
+        // (in groups of four, panels of whole rows), else 4.
         using G = attend::detail::matvec_tiling<float, attend::simd::default_arch, M, N>;
         constexpr std::size_t bytes = K * N * sizeof(float), W = G::W;
         constexpr bool l1 = bytes <= (std::size_t{32} << 10), l2 = bytes <= (std::size_t{1} << 20), wide = G::regs >= 32;
         constexpr bool in_registers = wide && M <= 2 && (l1 || (M == 2 && l2));
         constexpr bool whole_rows = wide && !in_registers && M == 1 && l2 && N / W >= 1 && N / W <= 24;
-        constexpr std::size_t U = M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : M == 1 && l2 && wide ? 2 : 4;
+        constexpr std::size_t U = M > 4 ? 16 : M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : M == 1 && l2 && wide ? 2 : 4;
         const std::string want = in_registers ? "sums of " + std::to_string(16 / M) + " vectors of columns in registers"
                                  : whole_rows ? "rows read whole, the sums of all " + std::to_string(N / W) + " vectors"
+                                 : M > 4      ? "16 rows of (K, N) at a time added into the panel's sums, rows of x in groups of 4"
                                               : std::to_string(U) + " rows of (K, N) at a time";
         const std::string how = attend::explain(attend::matmul(*x, *w));
         BOOST_TEST(how.find(want) != std::string::npos, how);
+        if constexpr (M > 4) BOOST_TEST(how.find("(whole rows, their sums on the heap)") != std::string::npos, how);
     }
     static_assert(attend::plan_of<decltype(attend::matmul(*x, attend::transpose(*wt)) + bias)> == expected);
     const double tol = 1e-5 * std::sqrt(double(K));

@@ -577,6 +577,11 @@ BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
     check_matvec_16<bf16, 1, 299, 48>();
     check_matvec_16<bf16, 1, 299, 112>();
     check_matvec_16<f16, 2, 299, 48>();
+    // more than four rows of x against W (K, N): groups of 4 and a last group of 2 (bf16: 67
+    // vectors of columns, chunks of 4 and a last of 3: a pair in even/odd order and one in order)
+    // or of 1 (f16), a K tail of 7 and of 9
+    check_matvec_16<bf16, 6, 1031, 1077>();
+    check_matvec_16<f16, 5, 777, 1077>();
 }
 
 // bf16 weight rows (N, K) widened into even and odd elements against x split the same way: every

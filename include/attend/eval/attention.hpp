@@ -128,21 +128,6 @@ inline void pack_q(const Ql& q, nd_pos<Rs, Rs - 2> sp, std::size_t i0, F* qt) no
     }
 }
 
-// Rows 0 .. KB of Cols contiguous 16-bit values (`ld` apart from src) widened into dst (KB x
-// Cols) a vector at a time; rows from `live` on as zeros.
-template <std::size_t KB, std::size_t Cols, class F, class T>
-inline void widen_rows(const T* src, std::size_t ld, std::size_t live, F* dst) noexcept {
-    using B = simd::batch<F>;
-    constexpr std::size_t W = simd::lanes<B>;
-    const std::size_t n = std::min(live, KB);
-    for (std::size_t r = 0; r < n; ++r) {
-        std::size_t c = 0;
-        for (; c + W <= Cols; c += W) simd::store(dst + r * Cols + c, simd::load<B>(src + r * ld + c));
-        for (; c < Cols; ++c) dst[r * Cols + c] = static_cast<F>(src[r * ld + c]);
-    }
-    std::fill(dst + n * Cols, dst + KB * Cols, F(0));
-}
-
 // Key rows j0 .. j0+KB (K^T's columns), read in place when K is memory of the compute type,
 // else packed into `pack` (KB x D), rows from `live` on as zeros (never read): 16-bit memory
 // rows widened a vector at a time, anything else element by element through its expression.

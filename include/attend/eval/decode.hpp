@@ -104,12 +104,33 @@ inline auto rows_in_place(const X& x, nd_pos<R> p, std::size_t r0) noexcept {
     p.idx[col_axis] = 0;
     return std::pair{x.data() + X::layout::offset(p.idx), X::layout::template strides_at<R>[row_axis]};
 }
-// Packed, only the first n rows are read (the rest are zeros: rows past a cache's length).
+// Rows 0 .. KB of Cols contiguous 16-bit values (`ld` apart from src) widened into dst (KB x
+// Cols) a vector at a time; rows from `live` on as zeros.
+template <std::size_t KB, std::size_t Cols, class F, class T>
+inline void widen_rows(const T* src, std::size_t ld, std::size_t live, F* dst) noexcept {
+    using B = simd::batch<F>;
+    constexpr std::size_t W = simd::lanes<B>;
+    const std::size_t n = std::min(live, KB);
+    for (std::size_t r = 0; r < n; ++r) {
+        std::size_t c = 0;
+        for (; c + W <= Cols; c += W) simd::store(dst + r * Cols + c, simd::load<B>(src + r * ld + c));
+        for (; c < Cols; ++c) dst[r * Cols + c] = static_cast<F>(src[r * ld + c]);
+    }
+    std::fill(dst + n * Cols, dst + KB * Cols, F(0));
+}
+
+// Packed, only the first n rows are read (the rest are zeros: rows past a cache's length):
+// 16-bit memory widened a vector at a time (widen_rows), anything else element by element
+// through its expression.
 template <std::size_t Rows, std::size_t C, bool Transposed, class F, class X, std::size_t R>
 inline std::pair<const F*, std::size_t> contiguous_rows(const X& x, nd_pos<R> p, std::size_t r0, F* pack, std::size_t n = Rows) noexcept {
     constexpr std::size_t row_axis = Transposed ? R - 1 : R - 2, col_axis = Transposed ? R - 2 : R - 1;
     if constexpr (in_place<X, F, Transposed ? 1 : 0>) {
         return rows_in_place<Transposed>(x, p, r0);
+    } else if constexpr (streamed<X, F, Transposed ? 1 : 0>) {
+        const auto [src, ld] = rows_in_place<Transposed>(x, p, r0);
+        widen_rows<Rows, C>(src, ld, n, pack);
+        return {pack, C};
     } else {
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < C; ++c) {

@@ -215,10 +215,13 @@ std::string explain(const E& e) {
         using T = typename decltype(MM::b)::value_type;
         using G = detail::matvec_tiling<FM, Arch, MM::M, MM::N, T>;
         using A = decltype(MM::a);
-        constexpr bool by_rows = detail::weight_layout_of<decltype(MM::b), FM> == detail::weight_layout::rows_k;
-        s += "plan: matvec, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
-             " per batch index, the weight streamed once, panels of " + std::to_string(G::NP) + " columns\n";
+        constexpr auto wl = detail::weight_layout_of<decltype(MM::b), FM>;
+        constexpr bool by_rows = wl == detail::weight_layout::rows_k;
         constexpr bool pairs = detail::pair_matvec<Arch, A, decltype(MM::b), FM>;
+        constexpr bool wide = detail::wide_panels<G, wl, pairs>;
+        s += "plan: matvec, " + std::to_string(MM::M) + " x " + std::to_string(MM::K) + " x " + std::to_string(MM::N) +
+             " per batch index, the weight streamed once, panels of " + std::to_string(wide ? G::NPW : G::NP) + " columns" +
+             (wide ? " (whole rows, their sums on the heap)" : "") + "\n";
         using X = detail::matvec_x_t<Arch, MM, FM>;
         const char* x_how = detail::in_place<A, X, 0>                        ? "read in place"
                             : std::is_same_v<typename A::value_type, X> ? "materialised first"
@@ -229,6 +232,9 @@ std::string explain(const E& e) {
         const std::string rows_k = (pairs ? G::pair_sums_in_registers(bytes) : G::sums_in_registers(bytes))
                                        ? "sums of " + std::to_string(pairs ? G::pair_chunks : G::NV) + " vectors of columns in registers over all of K"
                                    : pairs ? std::to_string(G::rows_per_step_unchunked(bytes)) + " rows of (K, N) at a time added into the panel's sums"
+                                   : G::grouped ? std::to_string(G::GU) + " rows of (K, N) at a time added into the panel's sums, rows of x in groups of " +
+                                                      std::to_string(G::MG) + ", " + std::to_string(G::GV) +
+                                                      " vectors of columns a chunk (the chunk read again from L1 by each group)"
                                    : G::whole_row_vectors(bytes) > 0
                                        ? "rows read whole, the sums of all " + std::to_string(G::whole_row_vectors(bytes)) +
                                              " vectors of columns in registers over all of K (one panel)"

@@ -26,6 +26,8 @@
 #include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -62,17 +64,21 @@ struct matvec_tiling {
     // FMAs, where the register-blocked contraction was faster (Zen 1: 16 x 512 x 512 290 against
     // 502 µs, 16^3 0.48 against 0.86 µs), while from memory the matvec plan won up to 16 rows
     // (16 x 4096 x 4096: 28-46 against 56-64 ms; 1 x 4096 x 4096: 4.9 against 32-40 ms).
-    // With 32 registers of 512 bits (Zen 5) the contraction takes rows_k weights beyond 4 rows:
-    // its register tiles beat the sums the axpy panels load and store (16 x 4096 x 4096: 7.3
-    // against 11.0 ms), while rows_n dot products still won (6.1 against 12.0 ms).
-    static constexpr std::size_t max_rows = 16, max_rows_k = regs >= 32 && W >= 16 ? 4 : 16;
-    static constexpr bool worth(std::size_t K, weight_layout wl) {
-        return (M <= 2 || K * N * sizeof(F) >= M * (std::size_t{256} << 10)) && (wl == weight_layout::rows_n || M <= max_rows_k);
-    }
+    // rows_k beyond MG rows takes register tiles of MG rows (axpy_groups): on the Intel Xeon VM
+    // 16 x 4096 x 4096 ran in 6.2-7.0 ms against 20-22 for the contraction, which had taken
+    // such weights on AVX-512 (on Zen 5 the axpy panels then were 11.0 ms, the contraction 7.3).
+    static constexpr std::size_t max_rows = 16;
+    static constexpr bool worth(std::size_t K) { return M <= 2 || K * N * sizeof(F) >= M * (std::size_t{256} << 10); }
     // Panel columns at most: the sums (M x NP) fit in 16 KiB of L1. A panel of whole weight rows
     // reads (K, N) as one forward stream, measured 20 % faster than half rows; panels are only
     // narrowed at run time to give each thread work.
     static constexpr std::size_t NP = std::min((N + W - 1) / W * W, std::max(W, 4096 / M / W * W));
+    // rows_k with more than MG rows of x: groups of MG rows, chunks of GV vectors of columns, GU
+    // weight rows a step (axpy_groups), the sums of a group and chunk in registers over the step.
+    static constexpr std::size_t MG = 4, GV = regs >= 32 ? 4 : 2, GU = 16;
+    static constexpr bool grouped = M > MG;
+    // Their panels: whole rows, the sums on the heap, where it is allowed (wide_panels).
+    static constexpr std::size_t NPW = (N + W - 1) / W * W;
     // rows_k: weight rows per step (one load and store of the sums per U rows) for a weight of
     // `bytes`: 8 for one row of x against a weight beyond 16 MiB, which streams from DRAM (Zen 5,
     // 4096^2: float 1.43 -> 1.35 ms, bf16 0.99 -> 0.77); 2 for one row of x against a weight in
@@ -168,7 +174,9 @@ inline constexpr bool matvec_applies = [] {
         using X = typename decltype(MM::a)::value_type;
         using G = matvec_tiling<F, simd::default_arch, MM::M, MM::N>;
         constexpr weight_layout wl = weight_layout_of<decltype(MM::b), F>;
-        return MM::M <= G::max_rows && wl != weight_layout::none && G::worth(MM::K, wl) &&
+        constexpr bool pairs = pair_matvec<simd::default_arch, decltype(MM::a), decltype(MM::b), F>;
+        return MM::M <= G::max_rows && wl != weight_layout::none && G::worth(MM::K) &&
+               !(pairs && wl == weight_layout::rows_k && G::grouped) &&
                (std::is_same_v<X, F> || (is_half<X> && std::is_same_v<F, float> && x_copy_allowed<MM, F>));
     }
 }();
@@ -191,6 +199,18 @@ inline constexpr bool even_odd_columns = std::is_same_v<std::remove_cv_t<T>, bf1
 template <class B, class F>
 inline void interleave_block(F* y) noexcept {
     simd::store_even_odd(y, B::load_unaligned(y), B::load_unaligned(y + simd::lanes<B>));
+}
+
+// NV vectors of a weight row's columns from w into registers: bf16 pairs of vectors widened into
+// even and odd columns (even_odd_columns), an odd last vector in order.
+template <class B, std::size_t NV, class T>
+__attribute__((always_inline)) inline void weight_vectors(const T* w, B (&wv)[NV]) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, NE = even_odd_columns<B, T> ? NV / 2 * 2 : 0;
+    if constexpr (NE > 0)
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < NE; v += 2) simd::widen_even_odd(w + v * W, wv[v], wv[v + 1]);
+#pragma GCC unroll 32
+    for (std::size_t v = NE; v < NV; ++v) wv[v] = simd::load<B>(w + v * W);
 }
 
 // y[m][c] += sum over k < K of x[m][k] * w[k * ldk + c] for the columns c0 .. ncols (those past
@@ -304,6 +324,65 @@ __attribute__((noinline)) void axpy_rows(const F* x, std::size_t ldx, const T* w
     axpy_tail<M>(x, ldx, w, ldk, U, c, ncols, y, ldy);
 }
 
+// f.template operator()<n>() for a run-time n in 1 .. Max.
+template <std::size_t Max, class Fn>
+inline void with_count(std::size_t n, Fn&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (void)((n == I + 1 ? (f.template operator()<I + 1>(), true) : false) || ...); }(
+        std::make_index_sequence<Max>{});
+}
+
+// rows_k with more rows of x than their broadcasts and the sums fit in registers (M > 4, G::MG):
+// one chunk of V vectors of columns for MB rows of x over U weight rows, the MB x V sums loaded
+// from y, each weight row's segment loaded once (widened) and added into every row's sums, x
+// broadcast from memory as it is used, the sums stored back. Columns take the rows in order.
+template <class B, std::size_t MB, std::size_t U, std::size_t V, class F, class T>
+__attribute__((always_inline)) inline void axpy_group_chunk(const F* x, std::size_t ldx, const T* w, std::size_t ldk, F* y,
+                                                            std::size_t ldy) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    B acc[MB][V];
+#pragma GCC unroll 8
+    for (std::size_t m = 0; m < MB; ++m)
+#pragma GCC unroll 8
+        for (std::size_t v = 0; v < V; ++v) acc[m][v] = B::load_aligned(y + m * ldy + v * W);
+    for (std::size_t u = 0; u < U; ++u) {
+        B wv[V];
+        weight_vectors<B, V>(w + u * ldk, wv);
+#pragma GCC unroll 8
+        for (std::size_t m = 0; m < MB; ++m) {
+            const B xb(x[m * ldx + u]);
+#pragma GCC unroll 8
+            for (std::size_t v = 0; v < V; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (std::size_t m = 0; m < MB; ++m)
+#pragma GCC unroll 8
+        for (std::size_t v = 0; v < V; ++v) acc[m][v].store_aligned(y + m * ldy + v * W);
+}
+
+// y[m][c] += sum over u < U of x[m][u] * w[u * ldk + c] for M rows of x in groups of MB (the last
+// M % MB): chunks of V vectors of columns, each chunk's U weight rows read by the first group and
+// again from L1 by the others; the vectors left in one narrower chunk, the columns past them by
+// axpy_tail. A weight row's chunk is read at once and the panel walks down K in steps of U rows,
+// so each step's U rows stream side by side.
+template <class B, std::size_t M, std::size_t U, std::size_t MB, std::size_t V, class F, class T>
+__attribute__((noinline)) void axpy_groups(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    auto chunk = [&]<std::size_t Width>(std::size_t c) __attribute__((always_inline)) {
+        std::size_t g = 0;
+        for (; g + MB <= M; g += MB) axpy_group_chunk<B, MB, U, Width>(x + g * ldx, ldx, w + c, ldk, y + g * ldy + c, ldy);
+        if constexpr (M % MB != 0) axpy_group_chunk<B, M % MB, U, Width>(x + g * ldx, ldx, w + c, ldk, y + g * ldy + c, ldy);
+    };
+    std::size_t c = 0;
+    for (; c + V * W <= ncols; c += V * W) chunk.template operator()<V>(c);
+    if constexpr (V > 1)
+        if (const std::size_t left = (ncols - c) / W; left > 0) {
+            with_count<V - 1>(left, [&]<std::size_t Width>() { chunk.template operator()<Width>(c); });
+            c += left * W;
+        }
+    axpy_tail<M>(x, ldx, w, ldk, U, c, ncols, y, ldy);
+}
+
 // Runs panel.template operator()<A>() with A = Ahead where the machine gains from software
 // requests of rows ahead, else with A = 0 (Zen 5's prefetchers; machine.hpp). Asked once per
 // work item; a plan without requests compiles one panel.
@@ -312,6 +391,17 @@ inline void with_weight_requests(const Panel& panel) {
     if constexpr (Ahead > 0)
         if (!amd_zen5_or_later()) return panel.template operator()<Ahead>();
     panel.template operator()<0>();
+}
+
+// A finished panel's sums of a bf16 weight (blocks of 2W kept as even then odd columns) put in
+// column order; nothing for other weights.
+template <class B, std::size_t M, class T, class F>
+inline void columns_in_order(F* y, std::size_t ldy, std::size_t ncols) noexcept {
+    if constexpr (even_odd_columns<B, T>) {
+        constexpr std::size_t W = simd::lanes<B>;
+        for (std::size_t m = 0; m < M; ++m)
+            for (std::size_t c = 0; c + 2 * W <= ncols; c += 2 * W) interleave_block<B>(y + m * ldy + c);
+    }
 }
 
 // rows_k panel: y[m][c] = sum over k of x[m][k] * w[k * ldk + c] (Ahead: rows requested ahead,
@@ -323,11 +413,18 @@ void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::s
     for (; k + U + Ahead <= K; k += U) axpy_rows<B, M, U, V, Ahead>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
     for (; k + U <= K; k += U) axpy_rows<B, M, U, V, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
     for (; k < K; ++k) axpy_rows<B, M, 1, V, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
-    if constexpr (even_odd_columns<B, T>) {
-        constexpr std::size_t W = simd::lanes<B>;
-        for (std::size_t m = 0; m < M; ++m)
-            for (std::size_t c = 0; c + 2 * W <= ncols; c += 2 * W) interleave_block<B>(y + m * ldy + c);
-    }
+    columns_in_order<B, M, T>(y, ldy, ncols);
+}
+
+// rows_k panel with more rows of x than fit as broadcasts: the same sums, U weight rows a step
+// for all the rows of x in groups of MB (axpy_groups).
+template <class B, std::size_t M, std::size_t K, std::size_t U, std::size_t MB, std::size_t V, class F, class T>
+void axpy_group_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+    std::fill(y, y + M * ldy, F(0));
+    std::size_t k = 0;
+    for (; k + U <= K; k += U) axpy_groups<B, M, U, MB, V>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    if constexpr (K % U != 0) axpy_groups<B, M, K % U, MB, V>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    columns_in_order<B, M, T>(y, ldy, ncols);
 }
 
 // rows_k: one block of NV vectors of columns of a weight held in cache, y[m][c] = sum over k of
@@ -360,11 +457,7 @@ ATTEND_LOOPS_ON_LINES void axpy_block(const F* x, std::size_t ldx, const T* w, s
             if constexpr (NE < NV) acc[0][NE] = simd::fma(xb, simd::load<B>(w + k * ldk + NE * W), acc[0][NE]);
         } else {
             B wv[NV];
-            if constexpr (NE > 0)
-#pragma GCC unroll 16
-                for (std::size_t v = 0; v < NE; v += 2) simd::widen_even_odd(w + k * ldk + v * W, wv[v], wv[v + 1]);
-#pragma GCC unroll 32
-            for (std::size_t v = NE; v < NV; ++v) wv[v] = simd::load<B>(w + k * ldk + v * W);
+            weight_vectors<B, NV>(w + k * ldk, wv);
 #pragma GCC unroll 4
             for (std::size_t m = 0; m < M; ++m) {
                 const B xb(x[m * ldx + k]);
@@ -378,13 +471,6 @@ ATTEND_LOOPS_ON_LINES void axpy_block(const F* x, std::size_t ldx, const T* w, s
             if (v >= NE) acc[m][v].store_aligned(y + m * ldy + v * W);
             else if (v % 2 == 1) simd::store_even_odd(y + m * ldy + (v - 1) * W, acc[m][v - 1], acc[m][v]);
         }
-}
-
-// f.template operator()<n>() for a run-time n in 1 .. Max.
-template <std::size_t Max, class Fn>
-inline void with_count(std::size_t n, Fn&& f) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (void)((n == I + 1 ? (f.template operator()<I + 1>(), true) : false) || ...); }(
-        std::make_index_sequence<Max>{});
 }
 
 // rows_k panel of a weight held in cache: the panel's whole vectors of columns as the fewest
@@ -691,6 +777,24 @@ void dot_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::siz
 #pragma GCC diagnostic pop
 #endif
 
+// Whether rows_k panels are whole rows with their sums on the heap (grouped rows of x, float
+// products; see matvec()).
+template <class G, weight_layout WL, bool Pairs>
+inline constexpr bool wide_panels = WL == weight_layout::rows_k && !Pairs && G::grouped && config::heap_allowed;
+
+// The sums of one panel (Size elements, 64-byte aligned): on the stack, or on the heap for the
+// wide panels of grouped rows.
+template <class F, std::size_t Size, bool Heap>
+struct panel_sums {
+    alignas(64) F storage[Size];
+    F* data() noexcept { return storage; }
+};
+template <class F, std::size_t Size>
+struct panel_sums<F, Size, true> {
+    std::unique_ptr<F[]> storage = std::make_unique_for_overwrite<F[]>(Size + 64 / sizeof(F));
+    F* data() noexcept { return std::assume_aligned<64>(reinterpret_cast<F*>((reinterpret_cast<std::uintptr_t>(storage.get()) + 63) & ~std::uintptr_t{63})); }
+};
+
 // Runs the matvec plan on `mm` (A a memory leaf, read in place; B a weight in either layout);
 // for each finished panel calls finish(p, panel, ld, rows, ncols) as the contraction does.
 template <class Arch, class S, class F, class A, class Bop, class Finish>
@@ -700,15 +804,19 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
     using G = matvec_tiling<F, Arch, M, N, typename Bop::value_type>;
     using B = typename G::B;
     constexpr std::size_t W = G::W;
-    constexpr std::size_t NP = G::NP, batches = S::size / (M * N);
     constexpr weight_layout wl = weight_layout_of<Bop, F>;
+    constexpr bool pairs = pair_matvec<Arch, A, Bop, F>;
+    // Rows of x in groups (axpy_groups) read the weight in panels of whole rows, their sums on
+    // the heap where it is allowed: each step's rows then stream whole, where panels of 16 KiB of
+    // sums read them in short runs (16 x 4096^2: 6.2-7.0 against 8.7-11.4 ms, Intel Xeon VM).
+    constexpr bool wide = wide_panels<G, wl, pairs>;
+    constexpr std::size_t NP = wide ? G::NPW : G::NP, batches = S::size / (M * N);
     static_assert(wl != weight_layout::none && in_place<A, typename A::value_type, 0>, "attend internal: matvec: operands not in place");
     constexpr std::size_t ldx = A::layout::template strides_at<R>[R - 2];
     constexpr std::size_t ldw = Bop::layout::template strides_at<R>[wl == weight_layout::rows_k ? R - 2 : R - 1];
     // Threads pay from 64 Ki multiply-adds (a 256 KiB weight: 288 x 288 ran 6.6 -> 4.3 µs on two
     // Zen 1 cores, waking them costs ~1 µs).
     constexpr bool worth = batches * M * N * K >= (std::size_t{1} << 16);
-    constexpr bool pairs = pair_matvec<Arch, A, Bop, F>;
     static_assert(pairs || std::is_same_v<typename A::value_type, F>, "attend internal: matvec: x not in the compute type");
     constexpr bool even_odd = !pairs && wl == weight_layout::rows_n && even_odd_rows<B, F, typename Bop::value_type, M, K>;
     // Panels of at most NP columns, at least one per thread when it is worth it; every column's
@@ -723,7 +831,8 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         const std::size_t j0 = item % panels * width;
         if (j0 >= N) return;
         const std::size_t ncols = std::min(width, N - j0);
-        alignas(64) F y[M * LD];
+        panel_sums<F, M * LD, wide> sums;
+        F* const y = sums.data();
         const auto* x = matrix_at(mm.a, p, 0, 0).first;  // F, or bf16 for pairs
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
         constexpr std::size_t bytes = G::weight_bytes(K);
@@ -736,7 +845,8 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
 #endif
         } else if constexpr (wl == weight_layout::rows_k) {
             auto rows = [&] {
-                with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() {
+                if constexpr (G::grouped) axpy_group_panel<B, M, K, G::GU, G::MG, G::GV>(x, ldx, w, ldw, ncols, y, NP);
+                else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() {
                     axpy_panel<B, M, K, G::rows_per_step(bytes), G::chunk_vectors(bytes), Ahead>(x, ldx, w, ldw, ncols, y, NP);
                 });
             };
@@ -753,7 +863,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         } else dot_panel<B, M, G::MB, G::RN, K, dots::plain, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
-        finish(p, +y, LD, M, ncols);
+        finish(p, y, LD, M, ncols);
     });
 }
 
