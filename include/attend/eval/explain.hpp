@@ -239,7 +239,10 @@ std::string explain(const E& e) {
                                        ? "rows read whole, the sums of all " + std::to_string(G::whole_row_vectors(bytes)) +
                                              " vectors of columns in registers over all of K (one panel)"
                                        : std::to_string(G::rows_per_step(bytes)) + " rows of (K, N) at a time added into the panel's sums, " +
-                                             std::to_string(G::chunk_vectors(bytes)) + " vector(s) of columns a chunk";
+                                             std::to_string(G::chunk_vectors(bytes)) + " vector(s) of columns a chunk" +
+                                             (G::blocks_on_intel(bytes) ? " (on Intel cores: sums of " + std::to_string(G::NV) +
+                                                                              " vectors of columns in registers over all of K)"
+                                                                        : std::string());
         const std::string rows_n = std::to_string(G::RN) + " rows of (N, K) at a time as dot products, " + std::to_string(G::MB) +
                                    " row(s) of x per register tile" +
                                    (even_odd ? "; bf16 widened into even and odd elements, against x split the same way" : "") +

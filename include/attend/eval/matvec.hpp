@@ -128,6 +128,10 @@ struct matvec_tiling {
     // panel covers all N columns; Zen 5, 768 x 288: 5.2-5.7 µs against 8.1-8.5 in two blocks of 9
     // vectors or in chunks); 0: not so.
     static constexpr std::size_t whole_row_vectors(std::size_t bytes) { return chunked(bytes) && N / W <= 24 ? N / W : 0; }
+    // The chunked weights whose rows are not read whole (wider than 24 vectors) keep the sums of
+    // NV vectors in registers (axpy_columns) on Intel cores instead, asked at run time: Intel Xeon
+    // VM, 288 x 768, 6.0-6.3 against 6.8-7.4 µs in chunks; Zen 5 read it 1.4-1.6x faster in chunks.
+    static constexpr bool blocks_on_intel(std::size_t bytes) { return chunked(bytes) && whole_row_vectors(bytes) == 0 && NV > 0; }
     // Pair products (bf16 x and weight, pair_axpy_columns and pair_axpy_panel) keep the rules
     // measured for them before chunks: sums in registers for one or two rows of x up to 1 MiB,
     // else rows_per_step_unchunked.
@@ -854,6 +858,9 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
             else if constexpr (constexpr std::size_t V = G::whole_row_vectors(bytes); V > 0) {
                 if (ncols == N) axpy_whole_rows<B, M, V>(x, ldx, w, ldw, K, ncols, y, NP);
                 else rows();  // (a panel of the columns, for a thread)
+            } else if constexpr (G::blocks_on_intel(bytes)) {
+                if (intel_core()) axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
+                else rows();
             } else rows();
         }
         else if constexpr (even_odd) {
