@@ -151,6 +151,19 @@ BOOST_AUTO_TEST_CASE(matvec_every_row_count_both_layouts) {
     check_matvec<1, 2051, 2049>();  // a weight beyond 16 MiB: W (K, N) 8 rows per step, a K tail of 3
 }
 
+// The matvec's run-time choices by core (eval/machine.hpp), each taken on any machine: one row of
+// x against W (K, N) in L2 with rows wider than 24 vectors (sums in registers on Intel cores,
+// chunks of rows elsewhere) and beyond 16 MiB (rows requested ahead except on Zen 5).
+BOOST_AUTO_TEST_CASE(matvec_choices_of_every_core) {
+    using attend::detail::core_kind;
+    for (const core_kind kind : {core_kind::intel, core_kind::amd_zen5, core_kind::other}) {
+        attend::detail::pretend_core(kind);
+        check_matvec<1, 21, 4100>();
+        check_matvec<1, 2051, 2049>();
+    }
+    attend::detail::pretend_core(core_kind::automatic);
+}
+
 BOOST_AUTO_TEST_CASE(matvec_batched_weights_and_rows) {
     // Per-head weights (H, K, N) with one row per head, and rows (2, 3, K) against shared weights.
     tensor<float, 3, 1, 40> x;

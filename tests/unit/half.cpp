@@ -633,6 +633,17 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_weights_even_and_odd) {
     BOOST_TEST(std::abs(y(0, 0) - (1.7e38 + 63 * 0.125)) <= 1e-6 * 1.7e38);
 }
 
+namespace {
+// How the bf16 nests take their products: 0 AMX tiles where there are (else as -1), 1 vdpbf16ps
+// pairs where the target has them, 2 float FMAs; -1 the defaults.
+void use_products(int mode) {
+    attend::simd::allow_amx(mode <= 0);
+    attend::simd::pair_products(mode == 1 ? attend::simd::choice::always
+                                : mode == 2 ? attend::simd::choice::never
+                                            : attend::simd::choice::automatic);
+}
+}  // namespace
+
 // bf16 x against bf16 weights where the target has AVX-512 BF16 (exact products, float sums):
 // rows (N, K) as pair products, W (K, N) as pairs of rows (the matvec plan up to its row limit,
 // the contraction beyond). x stored in bf16 and x as cast<bf16>(float x) give the same bits;
@@ -641,6 +652,8 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_weights_even_and_odd) {
 // and masked last columns, and elsewhere the bits of float x of the same values; bias and
 // residual fused; K tails below a pair vector, odd N, 1 to 16 rows of x (tiles of up to 8 rows
 // and their remainders), column blocks of every kind. Against double of the same rounded values.
+// W (K, N) takes the pairs only where they pay (pair_products_pay: not on Intel cores), else x
+// widened and the bits of float x; the test case runs both.
 template <std::size_t M, std::size_t K, std::size_t N>
 void check_matvec_bf16_x() {
     auto x = std::make_unique<tensor<float, M, K>>();
@@ -668,7 +681,7 @@ void check_matvec_bf16_x() {
     *xf = attend::cast<float>(*xh);
     *rf = attend::matmul(*xf, *wkn) + *r0;
     using kn_t = decltype(attend::matmul(*xh, *wkn) + *r);
-    if (attend::simd::has_bf16_pair_dot && attend::plan_of<kn_t> == attend::plan::matvec) {
+    if (attend::simd::has_bf16_pair_dot && attend::plan_of<kn_t> == attend::plan::matvec && attend::detail::pair_products_pay()) {
         std::size_t wrong = 0;
         for (std::size_t m = 0; m < M; ++m)
             for (std::size_t n = 0; n < N; ++n) {
@@ -697,18 +710,22 @@ void check_matvec_bf16_x() {
 }
 
 BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
-    check_matvec_bf16_x<1, 301, 77>();
-    check_matvec_bf16_x<1, 288, 768>();
-    check_matvec_bf16_x<2, 96, 33>();
-    check_matvec_bf16_x<1, 7, 5>();
-    check_matvec_bf16_x<3, 1024, 1031>();
-    check_matvec_bf16_x<5, 2000, 515>();
-    check_matvec_bf16_x<16, 1100, 1000>();
-    check_matvec_bf16_x<1, 768, 288>();    // W (K, N) column blocks of 10 and 8 vectors
-    check_matvec_bf16_x<2, 299, 288>();    // two rows of x: three blocks of 6
-    check_matvec_bf16_x<1, 299, 533>();    // blocks of 12, 10 and 11 (an odd vector last), 5 scalar columns
-    check_matvec_bf16_x<1, 768, 2048>();   // beyond 1 MiB: sums in L1, 4 rows per step
-    check_matvec_bf16_x<1, 2101, 4001>();  // beyond 16 MiB: 8 rows per step, a K tail of two pairs and one row
+    for (const int mode : {1, 2}) {  // pairs, x widened (use_products)
+        use_products(mode);
+        check_matvec_bf16_x<1, 301, 77>();
+        check_matvec_bf16_x<1, 288, 768>();
+        check_matvec_bf16_x<2, 96, 33>();
+        check_matvec_bf16_x<1, 7, 5>();
+        check_matvec_bf16_x<3, 1024, 1031>();
+        check_matvec_bf16_x<5, 2000, 515>();
+        check_matvec_bf16_x<16, 1100, 1000>();
+        check_matvec_bf16_x<1, 768, 288>();    // W (K, N) column blocks of 10 and 8 vectors
+        check_matvec_bf16_x<2, 299, 288>();    // two rows of x: three blocks of 6
+        check_matvec_bf16_x<1, 299, 533>();    // blocks of 12, 10 and 11 (an odd vector last), 5 scalar columns
+        check_matvec_bf16_x<1, 768, 2048>();   // beyond 1 MiB: sums in L1, 4 rows per step
+        check_matvec_bf16_x<1, 2101, 4001>();  // beyond 16 MiB: 8 rows per step, a K tail of two pairs and one row
+    }
+    use_products(-1);
     const auto x = std::make_unique<tensor<bf16, 1, 96>>();
     const auto w = std::make_unique<tensor<bf16, 40, 96>>();
     const std::string how = attend::explain(attend::matmul(*x, attend::transpose(*w)));
@@ -772,10 +789,14 @@ BOOST_AUTO_TEST_CASE(matvec_bf16_x_pairs) {
             else BOOST_TEST((*yk)(0, n) == -inf, "column " << n);
         }
     };
-    non_finite_in_column.template operator()<40, 64>();
-    non_finite_in_column.template operator()<41, 57>();
-    non_finite_in_column.template operator()<1040, 512>();
-    non_finite_in_column.template operator()<1041, 530>();
+    for (const int mode : {1, 2}) {  // pairs, x widened
+        use_products(mode);
+        non_finite_in_column.template operator()<40, 64>();
+        non_finite_in_column.template operator()<41, 57>();
+        non_finite_in_column.template operator()<1040, 512>();
+        non_finite_in_column.template operator()<1041, 530>();
+    }
+    use_products(-1);
 }
 
 // The matvec plan over 16-bit weights writing the row it reads (a residual stream updated in
@@ -950,17 +971,6 @@ BOOST_AUTO_TEST_CASE(attention_prefill_and_decode) {
     // (the decode nest's pair dot products where the target has them: P rounded to bf16)
     expect_bf16_attention(ol, dqh, *k_len, *v_len, false);
 }
-
-namespace {
-// How the bf16 nests take their products: 0 AMX tiles where there are (else as -1), 1 vdpbf16ps
-// pairs where the target has them, 2 float FMAs; -1 the defaults.
-void use_products(int mode) {
-    attend::simd::allow_amx(mode <= 0);
-    attend::simd::pair_products(mode == 1 ? attend::simd::choice::always
-                                : mode == 2 ? attend::simd::choice::never
-                                            : attend::simd::choice::automatic);
-}
-}  // namespace
 
 // The prefill nest with bf16 Q, K and V (vdpbf16ps where the target has AVX-512 BF16): an odd
 // last key tile (77 = 48 + 29 keys: a pair padded with a zero key), a value width that is not a

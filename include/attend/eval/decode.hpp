@@ -104,21 +104,6 @@ inline auto rows_in_place(const X& x, nd_pos<R> p, std::size_t r0) noexcept {
     p.idx[col_axis] = 0;
     return std::pair{x.data() + X::layout::offset(p.idx), X::layout::template strides_at<R>[row_axis]};
 }
-// Rows 0 .. KB of Cols contiguous 16-bit values (`ld` apart from src) widened into dst (KB x
-// Cols) a vector at a time; rows from `live` on as zeros.
-template <std::size_t KB, std::size_t Cols, class F, class T>
-inline void widen_rows(const T* src, std::size_t ld, std::size_t live, F* dst) noexcept {
-    using B = simd::batch<F>;
-    constexpr std::size_t W = simd::lanes<B>;
-    const std::size_t n = std::min(live, KB);
-    for (std::size_t r = 0; r < n; ++r) {
-        std::size_t c = 0;
-        for (; c + W <= Cols; c += W) simd::store(dst + r * Cols + c, simd::load<B>(src + r * ld + c));
-        for (; c < Cols; ++c) dst[r * Cols + c] = static_cast<F>(src[r * ld + c]);
-    }
-    std::fill(dst + n * Cols, dst + KB * Cols, F(0));
-}
-
 // Packed, only the first n rows are read (the rest are zeros: rows past a cache's length):
 // 16-bit memory widened a vector at a time (widen_rows), anything else element by element
 // through its expression.
@@ -740,20 +725,6 @@ template <class G, class F, class Ql, class Kt, class Vl, std::size_t D, std::si
 inline constexpr bool decode_pairs = simd::pair_rows<typename G::B, D> && simd::pair_rows<typename G::B, DV> && !G::stream &&
                                      std::is_same_v<F, float> && std::is_same_v<typename Ql::value_type, bf16> &&
                                      in_place<Kt, bf16, 1> && in_place<Vl, bf16, 0>;
-
-// Whether bf16 pair products beat widening to float FMAs on this core (simd::pair_products: the
-// program's choice, else measured per vendor): on Zen 5 the prefill pair nest ran 1.69x the float
-// nest; on an Intel Xeon (Sapphire Rapids class) vdpbf16ps gave half the FMA's products a second,
-// the prefill float nest on widened K and V ran 1.35x the pair nest and decode with float Q beat
-// the pair stages (docs/performance.md). The prefill nest asks it once per call, decode once per
-// work item (decode_keys).
-inline bool pair_products_pay() noexcept {
-    switch (simd::pair_products()) {
-        case simd::choice::always: return true;
-        case simd::choice::never: return false;
-        default: return !intel_core();
-    }
-}
 
 // A cache of at least the L3's size (at most 32 MiB: request_ahead_bytes) streams at about
 // DRAM's rate: then the tile stages request their next rows (in Zen 5's L3 the requests only

@@ -247,7 +247,8 @@ std::string explain(const E& e) {
                                    " row(s) of x per register tile" +
                                    (even_odd ? "; bf16 widened into even and odd elements, against x split the same way" : "") +
                                    (pairs ? "; bf16 x and weight as pair products by vdpbf16ps (two products per lane)" : "");
-        const char* rows_k_bf16 = pairs ? ", bf16 x and pairs of rows interleaved (vpunpcklwd, vpunpckhwd) as pair products by vdpbf16ps"
+        const char* rows_k_bf16 = pairs ? ", bf16 x and pairs of rows interleaved (vpunpcklwd, vpunpckhwd) as pair products by vdpbf16ps "
+                                          "where they pay (else, as on Intel cores, x widened and the float-x kernels)"
                                   : detail::even_odd_columns<typename G::B, T> ? ", bf16 widened into even and odd columns"
                                                                                : "";
         s += "  weight (read in place, " + (by_rows ? rows_k + rows_k_bf16 : rows_n) +

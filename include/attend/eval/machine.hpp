@@ -1,12 +1,13 @@
 // attend/eval/machine.hpp — the properties of the running machine a plan asks for at run time:
 // how many ways its L1 data cache has, how large its last-level cache is, from which size a stream
 // gains from requests ahead, whether it is an Intel core, and whether it is an AMD core of family
-// 26 (Zen 5) or later, whose prefetchers outrun requests tuned on Zen 4. Everything else (vector
-// width, registers) is fixed by the build's target flags; cache geometry is not, and
-// -march=native on a CPU the compiler does not know (g++ 12 on Zen 5 reports znver3) says
-// nothing about it.
+// 26 (Zen 5) or later, whose prefetchers outrun requests tuned on Zen 4 (or, for tests, which of
+// those to pretend). Everything else (vector width, registers) is fixed by the build's target
+// flags; cache geometry is not, and -march=native on a CPU the compiler does not know (g++ 12 on
+// Zen 5 reports znver3) says nothing about it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
@@ -89,10 +90,20 @@ inline cpu_vendor vendor() noexcept {
     return v;
 }
 
+// The core the run-time choices below take: the machine's own (`automatic`), or another's, so
+// that tests run every choice's code on any machine (`pretend_core`, tests only).
+enum class core_kind { automatic, intel, amd_zen5, other };
+inline std::atomic<core_kind>& pretended_core() noexcept {
+    static std::atomic<core_kind> kind{core_kind::automatic};
+    return kind;
+}
+inline void pretend_core(core_kind kind) noexcept { pretended_core().store(kind, std::memory_order_relaxed); }
+
 // Whether this is an AMD core of family 0x1A (Zen 5) or later (leaf 1's family: base plus
 // extended). Its hardware prefetchers stream a weight's rows faster without software requests
 // that Zen 4 gained from (docs/performance.md, 2026-11-28 Zen 5).
 inline bool amd_zen5_or_later() noexcept {
+    if (const core_kind k = pretended_core().load(std::memory_order_relaxed); k != core_kind::automatic) return k == core_kind::amd_zen5;
     static const bool yes = [] {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
         unsigned a = 0, b = 0, c = 0, d = 0;
@@ -108,6 +119,7 @@ inline bool amd_zen5_or_later() noexcept {
 
 // Whether this is an Intel core.
 inline bool intel_core() noexcept {
+    if (const core_kind k = pretended_core().load(std::memory_order_relaxed); k != core_kind::automatic) return k == core_kind::intel;
     return vendor().is("GenuineIntel");
 }
 

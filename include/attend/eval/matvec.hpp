@@ -199,6 +199,21 @@ inline constexpr bool matvec_applies = [] {
 template <class B, class T>
 inline constexpr bool even_odd_columns = std::is_same_v<std::remove_cv_t<T>, bf16> && simd::is_batch<B>;
 
+// Rows 0 .. KB of Cols contiguous 16-bit values (`ld` apart from src) widened into dst (KB x
+// Cols) a vector at a time; rows from `live` on as zeros.
+template <std::size_t KB, std::size_t Cols, class F, class T>
+inline void widen_rows(const T* src, std::size_t ld, std::size_t live, F* dst) noexcept {
+    using B = simd::batch<F>;
+    constexpr std::size_t W = simd::lanes<B>;
+    const std::size_t n = std::min(live, KB);
+    for (std::size_t r = 0; r < n; ++r) {
+        std::size_t c = 0;
+        for (; c + W <= Cols; c += W) simd::store(dst + r * Cols + c, simd::load<B>(src + r * ld + c));
+        for (; c < Cols; ++c) dst[r * Cols + c] = static_cast<F>(src[r * ld + c]);
+    }
+    std::fill(dst + n * Cols, dst + KB * Cols, F(0));
+}
+
 // A block of 2W sums kept as W even columns then W odd ones, put in column order.
 template <class B, class F>
 inline void interleave_block(F* y) noexcept {
@@ -781,6 +796,21 @@ void dot_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldn, std::siz
 #pragma GCC diagnostic pop
 #endif
 
+// Whether bf16 pair products beat widening to float FMAs on this core (simd::pair_products: the
+// program's choice, else measured per vendor): on Zen 5 the prefill pair nest ran 1.69x the float
+// nest; on an Intel Xeon (Sapphire Rapids class) vdpbf16ps gave half the FMA's products a second,
+// the prefill float nest on widened K and V ran 1.35x the pair nest, decode with float Q beat
+// the pair stages, and bf16 x against a bf16 W (K, N) in L2 ran 1.33x as long as x widened
+// (docs/performance.md). The prefill nest asks it once per call, decode once per work item
+// (decode_keys), the matvec of bf16 x against a bf16 W (K, N) once per panel.
+inline bool pair_products_pay() noexcept {
+    switch (simd::pair_products()) {
+        case simd::choice::always: return true;
+        case simd::choice::never: return false;
+        default: return !intel_core();
+    }
+}
+
 // Whether rows_k panels are whole rows with their sums on the heap (grouped rows of x, float
 // products; see matvec()).
 template <class G, weight_layout WL, bool Pairs>
@@ -840,28 +870,42 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         const auto* x = matrix_at(mm.a, p, 0, 0).first;  // F, or bf16 for pairs
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
         constexpr std::size_t bytes = G::weight_bytes(K);
+        // rows_k with float x (or bf16 x widened, where pair products do not pay)
+        [[maybe_unused]] auto float_rows_k = [&](const F* xf, std::size_t ldxf) {
+            auto rows = [&] {
+                if constexpr (G::grouped) axpy_group_panel<B, M, K, G::GU, G::MG, G::GV>(xf, ldxf, w, ldw, ncols, y, LD);
+                else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() {
+                    axpy_panel<B, M, K, G::rows_per_step(bytes), G::chunk_vectors(bytes), Ahead>(xf, ldxf, w, ldw, ncols, y, LD);
+                });
+            };
+            if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K>(xf, ldxf, w, ldw, ncols, y, LD);
+            else if constexpr (constexpr std::size_t V = G::whole_row_vectors(bytes); V > 0) {
+                if (ncols == N) axpy_whole_rows<B, M, V>(xf, ldxf, w, ldw, K, ncols, y, LD);
+                else rows();  // (a panel of the columns, for a thread)
+            } else if constexpr (G::blocks_on_intel(bytes)) {
+                if (intel_core()) axpy_columns<B, M, G::NV, K>(xf, ldxf, w, ldw, ncols, y, LD);
+                else rows();
+            } else rows();
+        };
         if constexpr (pairs && wl == weight_layout::rows_n)
             dot_panel<B, M, G::MB, G::RN, K, dots::pairs>(x, ldx, w, ldw, ncols, y, NP);
         else if constexpr (pairs && wl == weight_layout::rows_k) {
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
-            if constexpr (G::pair_sums_in_registers(bytes)) pair_axpy_columns<B, M, G::pair_chunks, K>(x, ldx, w, ldw, ncols, y, LD);
-            else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::rows_per_step_unchunked(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
+            auto pair_rows_k = [&] {
+                if constexpr (G::pair_sums_in_registers(bytes)) pair_axpy_columns<B, M, G::pair_chunks, K>(x, ldx, w, ldw, ncols, y, LD);
+                else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::rows_per_step_unchunked(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
+            };
+            if constexpr (M * K * sizeof(F) <= config::stack_budget || config::heap_allowed) {
+                if (!pair_products_pay()) {  // x widened exactly, the float-x kernels
+                    panel_sums<F, M * K, (M * K * sizeof(F) > config::stack_budget)> wide_x;
+                    F* const xf = wide_x.data();
+                    for (std::size_t m = 0; m < M; ++m) widen_rows<1, K>(x + m * ldx, K, 1, xf + m * K);
+                    float_rows_k(xf, K);
+                } else pair_rows_k();
+            } else pair_rows_k();
 #endif
         } else if constexpr (wl == weight_layout::rows_k) {
-            auto rows = [&] {
-                if constexpr (G::grouped) axpy_group_panel<B, M, K, G::GU, G::MG, G::GV>(x, ldx, w, ldw, ncols, y, NP);
-                else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() {
-                    axpy_panel<B, M, K, G::rows_per_step(bytes), G::chunk_vectors(bytes), Ahead>(x, ldx, w, ldw, ncols, y, NP);
-                });
-            };
-            if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
-            else if constexpr (constexpr std::size_t V = G::whole_row_vectors(bytes); V > 0) {
-                if (ncols == N) axpy_whole_rows<B, M, V>(x, ldx, w, ldw, K, ncols, y, NP);
-                else rows();  // (a panel of the columns, for a thread)
-            } else if constexpr (G::blocks_on_intel(bytes)) {
-                if (intel_core()) axpy_columns<B, M, G::NV, K>(x, ldx, w, ldw, ncols, y, NP);
-                else rows();
-            } else rows();
+            float_rows_k(x, ldx);
         }
         else if constexpr (even_odd) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
