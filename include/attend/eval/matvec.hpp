@@ -232,6 +232,20 @@ __attribute__((always_inline)) inline void weight_vectors(const T* w, B (&wv)[NV
     for (std::size_t v = NE; v < NV; ++v) wv[v] = simd::load<B>(w + v * W);
 }
 
+// One weight row added into a register tile of sums: acc[m][v] += x[m * ldx] * the row's NV
+// vectors of columns from w (loaded once, widened), for MB rows of x broadcast as used.
+template <class B, std::size_t MB, std::size_t NV, class F, class T>
+__attribute__((always_inline)) inline void add_weight_row(const F* x, std::size_t ldx, const T* w, B (&acc)[MB][NV]) noexcept {
+    B wv[NV];
+    weight_vectors<B, NV>(w, wv);
+#pragma GCC unroll 8
+    for (std::size_t m = 0; m < MB; ++m) {
+        const B xb(x[m * ldx]);
+#pragma GCC unroll 32
+        for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
+    }
+}
+
 // y[m][c] += sum over k < K of x[m][k] * w[k * ldk + c] for the columns c0 .. ncols (those past
 // the last whole vector), k in order by std::fma, so that a column's sum has the same bits in
 // axpy_rows, axpy_columns and axpy_whole_rows, in a panel of any width; four columns' chains side
@@ -363,16 +377,7 @@ __attribute__((always_inline)) inline void axpy_group_chunk(const F* x, std::siz
     for (std::size_t m = 0; m < MB; ++m)
 #pragma GCC unroll 8
         for (std::size_t v = 0; v < V; ++v) acc[m][v] = B::load_aligned(y + m * ldy + v * W);
-    for (std::size_t u = 0; u < U; ++u) {
-        B wv[V];
-        weight_vectors<B, V>(w + u * ldk, wv);
-#pragma GCC unroll 8
-        for (std::size_t m = 0; m < MB; ++m) {
-            const B xb(x[m * ldx + u]);
-#pragma GCC unroll 8
-            for (std::size_t v = 0; v < V; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
-        }
-    }
+    for (std::size_t u = 0; u < U; ++u) add_weight_row(x + u, ldx, w + u * ldk, acc);
 #pragma GCC unroll 8
     for (std::size_t m = 0; m < MB; ++m)
 #pragma GCC unroll 8
@@ -475,14 +480,7 @@ ATTEND_LOOPS_ON_LINES void axpy_block(const F* x, std::size_t ldx, const T* w, s
             }
             if constexpr (NE < NV) acc[0][NE] = simd::fma(xb, simd::load<B>(w + k * ldk + NE * W), acc[0][NE]);
         } else {
-            B wv[NV];
-            weight_vectors<B, NV>(w + k * ldk, wv);
-#pragma GCC unroll 4
-            for (std::size_t m = 0; m < M; ++m) {
-                const B xb(x[m * ldx + k]);
-#pragma GCC unroll 32
-                for (std::size_t v = 0; v < NV; ++v) acc[m][v] = simd::fma(xb, wv[v], acc[m][v]);
-            }
+            add_weight_row(x + k, ldx, w + k * ldk, acc);
         }
     }
     for (std::size_t m = 0; m < M; ++m)
@@ -871,7 +869,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         const auto* w = matrix_at(mm.b, p, 0, j0).first;  // F, or 16-bit storage widened as it streams
         constexpr std::size_t bytes = G::weight_bytes(K);
         // rows_k with float x (or bf16 x widened, where pair products do not pay)
-        [[maybe_unused]] auto float_rows_k = [&](const F* xf, std::size_t ldxf) {
+        [[maybe_unused]] auto float_rows_k = [&](const auto* xf, std::size_t ldxf) {  // (generic: instantiated only where called)
             auto rows = [&] {
                 if constexpr (G::grouped) axpy_group_panel<B, M, K, G::GU, G::MG, G::GV>(xf, ldxf, w, ldw, ncols, y, LD);
                 else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() {
