@@ -179,58 +179,41 @@ BOOST_AUTO_TEST_CASE(matmul_reading_the_destination) {
         for (std::size_t j = 0; j < 64; ++j) BOOST_REQUIRE_EQUAL(w(i, j), w0(i, j));
 }
 
-// One row of x against W (K, N) in L2, in both of its kernels: chunks of rows (448 x 448) and
-// whole rows (360 x 360: 22 vectors and 8 columns past them). The destination is x itself, then a
-// row of the weight that the product reads.
-template <std::size_t N>
-void check_matvec_l2_reading_the_destination() {
+// M rows of x against W (K, N); the destination is x itself, then M rows of the weight that the
+// product reads (rows 3 .. M + 2 into rows 0 .. M - 1). `seed` fills the weight, seed + 1 x.
+template <std::size_t M, std::size_t N>
+void check_matvec_reading_the_destination(unsigned seed) {
     auto w = std::make_unique<tensor<float, N, N>>();
     auto w0 = std::make_unique<tensor<float, N, N>>();
-    ref::fill(*w, 41, -1, 1);
+    ref::fill(*w, seed, -1, 1);
     *w0 = *w;
-    tensor<float, 1, N> r, r0;
-    ref::fill(r, 42, -1, 1);
+    tensor<float, M, N> r, r0;
+    ref::fill(r, seed + 1, -1, 1);
     r0 = r;
     static_assert(attend::plan_of<decltype(attend::matmul(r, *w))> == attend::plan::matvec);
     r = attend::matmul(r, *w);
     const double tol = 1e-5 * std::sqrt(double(N));
-    expect_flat(r, matmul_ref([&](std::size_t, std::size_t k) { return r0(0, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, 1, N, N),
+    expect_flat(r, matmul_ref([&](std::size_t i, std::size_t k) { return r0(i, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, M, N, N),
                 tol);
-    attend::slice<0, 1>(*w, 0) = attend::matmul(attend::slice<0, 1>(*w, 3), *w);
-    const auto want = matmul_ref([&](std::size_t, std::size_t k) { return (*w0)(3, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, 1, N, N);
-    for (std::size_t j = 0; j < N; ++j) BOOST_CHECK(ref::close(double((*w)(0, j)), want[j], tol));
-    for (std::size_t i = 1; i < N; ++i)
+    attend::slice<0, M>(*w, 0) = attend::matmul(attend::slice<0, M>(*w, 3), *w);
+    const auto want = matmul_ref([&](std::size_t i, std::size_t k) { return (*w0)(3 + i, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, M, N, N);
+    for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = 0; j < N; ++j) BOOST_CHECK(ref::close(double((*w)(i, j)), want[i * N + j], tol));
+    for (std::size_t i = M; i < N; ++i)
         for (std::size_t j = 0; j < N; ++j) BOOST_REQUIRE_EQUAL((*w)(i, j), (*w0)(i, j));
 }
 
+// One row of x against W (K, N) in L2, in both of its kernels: chunks of rows (448 x 448) and
+// whole rows (360 x 360: 22 vectors and 8 columns past them).
 BOOST_AUTO_TEST_CASE(matvec_in_l2_reading_the_destination) {
-    check_matvec_l2_reading_the_destination<448>();
-    check_matvec_l2_reading_the_destination<360>();
+    check_matvec_reading_the_destination<1, 448>(41);
+    check_matvec_reading_the_destination<1, 360>(41);
 }
 
 // Six rows of x against W (K, N) beyond L2: rows of x in groups (a group of 4 and one of 2), panels
-// of whole rows. The destination is x itself, then six rows of the weight that the product reads
-// (rows 3 .. 8 into rows 0 .. 5).
+// of whole rows.
 BOOST_AUTO_TEST_CASE(matvec_grouped_rows_reading_the_destination) {
-    constexpr std::size_t N = 656;
-    auto w = std::make_unique<tensor<float, N, N>>();
-    auto w0 = std::make_unique<tensor<float, N, N>>();
-    ref::fill(*w, 43, -1, 1);
-    *w0 = *w;
-    tensor<float, 6, N> r, r0;
-    ref::fill(r, 44, -1, 1);
-    r0 = r;
-    static_assert(attend::plan_of<decltype(attend::matmul(r, *w))> == attend::plan::matvec);
-    r = attend::matmul(r, *w);
-    const double tol = 1e-5 * std::sqrt(double(N));
-    expect_flat(r, matmul_ref([&](std::size_t i, std::size_t k) { return r0(i, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, 6, N, N),
-                tol);
-    attend::slice<0, 6>(*w, 0) = attend::matmul(attend::slice<0, 6>(*w, 3), *w);
-    const auto want = matmul_ref([&](std::size_t i, std::size_t k) { return (*w0)(3 + i, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, 6, N, N);
-    for (std::size_t i = 0; i < 6; ++i)
-        for (std::size_t j = 0; j < N; ++j) BOOST_CHECK(ref::close(double((*w)(i, j)), want[i * N + j], tol));
-    for (std::size_t i = 6; i < N; ++i)
-        for (std::size_t j = 0; j < N; ++j) BOOST_REQUIRE_EQUAL((*w)(i, j), (*w0)(i, j));
+    check_matvec_reading_the_destination<6, 656>(43);
 }
 
 // The residual connection of every transformer block, over several k blocks (K = 520 and 1100
