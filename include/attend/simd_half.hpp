@@ -308,7 +308,7 @@ inline B bits_as(const T* p) noexcept {
 }
 
 // Whether nests take bf16 pair products (vdpbf16ps) where they may: `automatic` lets the nest
-// decide from the core (eval/decode.hpp, pair_products_pay); `always` and `never` are for
+// decide from the core (eval/matvec.hpp, pair_products_pay); `always` and `never` are for
 // comparisons and for tests of either path on any machine.
 enum class choice { automatic, always, never };
 inline std::atomic<choice>& pair_products_choice() noexcept {
