@@ -1,6 +1,9 @@
 // One-token steps, single-threaded, each beside the floor: a streaming read of the bytes the step
 // must read, in the same run. Every benchmark reports those bytes per second (bytes_per_second),
-// so the floor's ratio to attend is attend's distance from it.
+// so the floor's ratio to attend is attend's distance from it. Every operand, cache and floor
+// buffer is on huge-page memory (attend::make_huge), as a model's large state should be: with
+// 4 KiB pages the steps from DRAM swung 1.3-3x between runs on an Intel Xeon VM (run with the
+// kernel's transparent_hugepage mode `never` to see them on 4 KiB pages).
 //
 // Matvecs: y = x W for a few rows x, the weight in either layout, against Eigen and OpenBLAS
 // (sgemv for one row, sgemm for more).
@@ -49,9 +52,9 @@ struct operands {
     using TX = attend::tensor<float, M, K>;
     using TW = std::conditional_t<L == layout::kn, attend::tensor<WT, K, N>, attend::tensor<WT, N, K>>;
     using TY = attend::tensor<float, M, N>;
-    std::unique_ptr<TX> x = std::make_unique<TX>();
-    std::unique_ptr<TW> w = std::make_unique<TW>();
-    std::unique_ptr<TY> y = std::make_unique<TY>();
+    attend::huge_ptr<TX> x = attend::make_huge<TX>();
+    attend::huge_ptr<TW> w = attend::make_huge<TW>();
+    attend::huge_ptr<TY> y = attend::make_huge<TY>();
     operands() {
         for (std::size_t k = 0; k < M * K; ++k) x->data()[k] = fill_value(k, 1);
         for (std::size_t k = 0; k < K * N; ++k) w->data()[k] = WT(fill_value(k, 2));
@@ -130,13 +133,14 @@ template <std::size_t K, std::size_t N>
 void read_floor(benchmark::State& state) {
     using B = xsimd::batch<float>;
     constexpr std::size_t W = B::size, n = K * N, part = n / (4 * 2 * W) * (2 * W);
-    std::vector<float, xsimd::aligned_allocator<float>> w(n);
+    const auto buffer = attend::make_huge<attend::tensor<float, n>>();
+    float* w = buffer->data();
     for (std::size_t k = 0; k < n; ++k) w[k] = fill_value(k, 2);
     for (auto _ : state) {
         B acc[8] = {};
         for (std::size_t i = 0; i < part; i += 2 * W)
 #pragma GCC unroll 8
-            for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_aligned(w.data() + u / 2 * part + i + u % 2 * W);
+            for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_aligned(w + u / 2 * part + i + u % 2 * W);
         float s = 0;
         for (std::size_t i = 4 * part; i < n; ++i) s += w[i];
         for (auto& a : acc) s += xsimd::hadd(a);
@@ -153,9 +157,9 @@ struct cache {
     using TQ = attend::tensor<QT, HKV, G, D>;
     using TO = attend::tensor<float, HKV, G, D>;
     using TK = attend::tensor<T, HKV, NMAX, D>;
-    std::unique_ptr<TQ> q = std::make_unique<TQ>();
-    std::unique_ptr<TO> o = std::make_unique<TO>();
-    std::unique_ptr<TK> k = std::make_unique<TK>(), v = std::make_unique<TK>();
+    attend::huge_ptr<TQ> q = attend::make_huge<TQ>();
+    attend::huge_ptr<TO> o = attend::make_huge<TO>();
+    attend::huge_ptr<TK> k = attend::make_huge<TK>(), v = attend::make_huge<TK>();
     std::size_t len;
     explicit cache(std::size_t n) : len(n) {
         for (std::size_t i = 0; i < TQ::size; ++i) q->data()[i] = QT(fill_value(i, 3));

@@ -28,6 +28,10 @@ namespace {
 
 constexpr int sequence = 128;
 
+// The checkpoint in memory, on huge pages as the attend models are (the run.c-style loop and the
+// floor read it).
+using bytes = std::vector<std::byte, attend::huge_allocator<std::byte>>;
+
 void set_threads(int n) {
 #ifdef _OPENMP
     omp_set_num_threads(n);
@@ -38,8 +42,8 @@ void set_threads(int n) {
 
 // A llama2.c checkpoint of config C with deterministic random weights (own classifier if !shared).
 template <class C>
-std::vector<std::byte> checkpoint(bool shared) {
-    std::vector<std::byte> b(llama2::file_bytes<C>(shared));
+bytes checkpoint(bool shared) {
+    bytes b(llama2::file_bytes<C>(shared));
     int h[7];
     std::memcpy(h, C::header, sizeof h);
     if (!shared) h[5] = -h[5];
@@ -66,9 +70,9 @@ std::vector<std::byte> checkpoint(bool shared) {
 
 template <class C>
 struct fixture {
-    std::vector<std::byte> file;
-    std::unique_ptr<llama2::model<C>> attend_model = std::make_unique<llama2::model<C>>();
-    std::unique_ptr<llama2::model<C, attend::bf16>> attend_bf16 = std::make_unique<llama2::model<C, attend::bf16>>();
+    bytes file;
+    attend::huge_ptr<llama2::model<C>> attend_model = attend::make_huge<llama2::model<C>>();
+    attend::huge_ptr<llama2::model<C, attend::bf16>> attend_bf16 = attend::make_huge<llama2::model<C, attend::bf16>>();
     std::shared_ptr<runc::model> runc_model;
     explicit fixture(bool shared) : file(checkpoint<C>(shared)) {
         if (auto e = attend_model->load(file, shared); !e.empty()) std::fprintf(stderr, "load: %s\n", e.c_str()), std::exit(1);

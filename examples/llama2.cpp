@@ -214,7 +214,7 @@ void generate(Model& m, const llama2::tokenizer& tok, llama2::sampler& sampler, 
 
 template <class C, class T>
 void run(mapped_file& file, const llama2::header& h, const options& o) {
-    auto m = std::make_unique<llama2::model<C, T>>();
+    auto m = attend::make_huge<llama2::model<C, T>>();  // weights and caches stream from huge pages
     if (std::string e = m->load(file.bytes(), h.shared_classifier); !e.empty()) fail(std::string(o.checkpoint) + " " + e);
     file.release();
     llama2::tokenizer tok;

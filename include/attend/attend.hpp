@@ -3,6 +3,7 @@
 //   shape.hpp, check.hpp      shapes as types, their algebra, every diagnostic
 //   layout.hpp                extents + strides -> offsets, for leaves, kernels and outputs
 //   tensor.hpp                tensor (owning) and tensor_ref (view)
+//   memory.hpp                make_huge: large tensors, weights and caches on huge-page memory
 //   expr/                     lazy expression nodes: node.hpp says what a node kind is; leaves,
 //                             elementwise map, index generators, reductions and softmax, matmul, views
 //   eval/                     plan.hpp (the planner), alias.hpp (in place or not), the loop nests
@@ -15,6 +16,7 @@
 #include "check.hpp"
 #include "config.hpp"
 #include "layout.hpp"
+#include "memory.hpp"
 #include "eval/alias.hpp"
 #include "eval/assign.hpp"
 #include "eval/attention.hpp"

@@ -45,8 +45,9 @@ constexpr std::size_t offset_of(I... i) noexcept {
 }
 }  // namespace detail
 
-// Owning, statically shaped, value-initialised, no heap. Big shapes belong on the heap
-// (`std::make_unique<tensor<...>>()`) or in static storage: a tensor is exactly its elements.
+// Owning, statically shaped, value-initialised, no heap. Big shapes belong on huge-page memory
+// (`make_huge<tensor<...>>()`, memory.hpp), the heap or in static storage: a tensor is exactly its
+// elements.
 template <class T, std::size_t... D>
 class tensor : public expr_base {
     static_assert(check::extents_positive<D...>::ok, "attend::tensor: every extent must be at least 1");

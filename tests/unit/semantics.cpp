@@ -1,6 +1,7 @@
 // Meaning beyond arithmetic: element-type rules, IEEE special values, assignment as if the right
 // side were evaluated first, expressions that own their temporaries, index generators, casts,
 // and big tensors off the stack.
+#include <algorithm>
 #include <attend/attend.hpp>
 #include <boost/hana/equal.hpp>
 #include <boost/test/unit_test.hpp>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "reference.hpp"
 
@@ -194,6 +196,39 @@ BOOST_AUTO_TEST_CASE(big_tensors_live_off_the_stack) {
         BOOST_TEST(a->data()[k] == -(b->data()[k] - 1) / 2 - 1, boost::test_tools::tolerance(1e-5f));
     }
     BOOST_TEST(s(1023, 1023) == 1.5f);
+}
+
+// make_huge: objects of a huge page or more aligned to one (the OS may back them with huge pages),
+// smaller ones to a cache line; value-initialised, or built from the arguments; destroyed once.
+BOOST_AUTO_TEST_CASE(huge_page_storage) {
+    using big = tensor<float, 1024, 800>;  // 3.2 MB
+    auto a = attend::make_huge<big>();
+    BOOST_TEST(reinterpret_cast<std::uintptr_t>(a->data()) % (std::uintptr_t{2} << 20) == 0u);
+    BOOST_TEST(std::all_of(a->data(), a->data() + big::size, [](float x) { return x == 0.0f; }));
+    ref::fill(*a, 3);
+    auto b = attend::make_huge<big>();
+    *b = *a * 2 + 1;
+    BOOST_TEST((*b)(1023, 799) == (*a)(1023, 799) * 2 + 1);
+    auto small = attend::make_huge<tensor<double, 3>>();
+    BOOST_TEST(reinterpret_cast<std::uintptr_t>(small->data()) % 64 == 0u);
+    BOOST_TEST((*small)(2) == 0.0);
+    int destroyed = 0;
+    struct counted {
+        int* n;
+        int v;
+        counted(int* c, int x) : n(c), v(x) {}
+        ~counted() { ++*n; }
+    };
+    {
+        attend::huge_ptr<counted> c = attend::make_huge<counted>(&destroyed, 7);
+        BOOST_TEST(c->v == 7);
+    }
+    BOOST_TEST(destroyed == 1);
+    std::vector<float, attend::huge_allocator<float>> v(1 << 20);
+    BOOST_TEST(reinterpret_cast<std::uintptr_t>(v.data()) % (std::uintptr_t{2} << 20) == 0u);
+    BOOST_TEST(std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; }));
+    v.resize(3 << 20, 1.0f);
+    BOOST_TEST(v.back() == 1.0f);
 }
 
 // slice (static extent, run-time start) and take (run-time indices) at every edge, against

@@ -48,7 +48,8 @@ struct decoder_weights {
 };
 
 // One layer's keys and values, (KVHeads, Capacity, Head) each; a step at position pos writes row
-// pos and reads rows 0 .. pos. Large: keep it on the heap (std::make_unique) or in static storage.
+// pos and reads rows 0 .. pos. Large: keep it on huge-page memory (attend::make_huge), the heap or
+// in static storage.
 template <class C, class T = float>
 struct kv_cache {
     tensor<T, C::kv_heads, C::capacity, C::head> keys, values;
