@@ -4,9 +4,8 @@
 // `huge_allocator<T>` does the same for containers.
 //
 // A decode step or a one-token matvec streams tens of megabytes a call. With 4 KiB pages each
-// 4 KiB costs a page walk, and in a VM a walk is nested and its cost swings with the host's load:
-// on an Intel Xeon VM an 8 x 4 head decode step over 67 MB took 3.6-9.1 ms with 4 KiB pages and
-// 2.7-2.9 ms with huge pages (docs/performance.md, 2026-11-30 "huge pages").
+// 4 KiB costs a page walk, and in a VM a walk is nested and its cost swings with the host's load
+// (docs/performance.md, "huge pages").
 #pragma once
 
 #include <cstddef>
@@ -38,8 +37,10 @@ inline std::size_t huge_alignment(std::size_t bytes, std::size_t align) noexcept
 // `bytes` of memory as above, never null: out of memory throws std::bad_alloc, or without
 // exceptions stops the program with a message. Free with std::free.
 inline void* huge_allocate(std::size_t bytes, std::size_t align = 64) {
-    const std::size_t a = huge_alignment(bytes, align), rounded = bytes == 0 ? a : (bytes + a - 1) / a * a;
-    void* p = std::aligned_alloc(a, rounded);
+    const std::size_t a = huge_alignment(bytes, align);
+    const bool fits = bytes <= std::size_t(-1) - a;  // (else rounding up would wrap)
+    const std::size_t rounded = bytes == 0 ? a : (bytes + a - 1) / a * a;
+    void* p = fits ? std::aligned_alloc(a, rounded) : nullptr;
     if (p == nullptr) {
 #if defined(__cpp_exceptions)
         throw std::bad_alloc();

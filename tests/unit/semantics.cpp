@@ -1,6 +1,6 @@
 // Meaning beyond arithmetic: element-type rules, IEEE special values, assignment as if the right
 // side were evaluated first, expressions that own their temporaries, index generators, casts,
-// and big tensors off the stack.
+// and big tensors off the stack (on huge pages too).
 #include <algorithm>
 #include <attend/attend.hpp>
 #include <boost/hana/equal.hpp>
@@ -229,6 +229,9 @@ BOOST_AUTO_TEST_CASE(huge_page_storage) {
     BOOST_TEST(std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; }));
     v.resize(3 << 20, 1.0f);
     BOOST_TEST(v.back() == 1.0f);
+#if defined(__cpp_exceptions)
+    BOOST_CHECK_THROW((void)attend::huge_allocator<float>().allocate(std::size_t(-1) / 4), std::bad_alloc);
+#endif
 }
 
 // slice (static extent, run-time start) and take (run-time indices) at every edge, against
