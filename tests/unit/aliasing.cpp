@@ -179,9 +179,10 @@ BOOST_AUTO_TEST_CASE(matmul_reading_the_destination) {
         for (std::size_t j = 0; j < 64; ++j) BOOST_REQUIRE_EQUAL(w(i, j), w0(i, j));
 }
 
-// M rows of x against W (K, N); the destination is x itself, then M rows of the weight that the
-// product reads (rows 3 .. M + 2 into rows 0 .. M - 1). `seed` fills the weight, seed + 1 x.
-template <std::size_t M, std::size_t N>
+// M rows of x against W (K, N) (Transposed: W (N, K), matmul(x, transpose(W))); the destination is
+// x itself, then M rows of the weight that the product reads (rows 3 .. M + 2 into rows
+// 0 .. M - 1). `seed` fills the weight, seed + 1 x.
+template <std::size_t M, std::size_t N, bool Transposed = false>
 void check_matvec_reading_the_destination(unsigned seed) {
     auto w = std::make_unique<tensor<float, N, N>>();
     auto w0 = std::make_unique<tensor<float, N, N>>();
@@ -190,13 +191,17 @@ void check_matvec_reading_the_destination(unsigned seed) {
     tensor<float, M, N> r, r0;
     ref::fill(r, seed + 1, -1, 1);
     r0 = r;
-    static_assert(attend::plan_of<decltype(attend::matmul(r, *w))> == attend::plan::matvec);
-    r = attend::matmul(r, *w);
+    auto times_w = [&](auto&& x) {
+        if constexpr (Transposed) return attend::matmul(x, attend::transpose(*w));
+        else return attend::matmul(x, *w);
+    };
+    auto w_at = [&](std::size_t k, std::size_t j) { return Transposed ? (*w0)(j, k) : (*w0)(k, j); };
+    static_assert(attend::plan_of<decltype(times_w(r))> == attend::plan::matvec);
+    r = times_w(r);
     const double tol = 1e-5 * std::sqrt(double(N));
-    expect_flat(r, matmul_ref([&](std::size_t i, std::size_t k) { return r0(i, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, M, N, N),
-                tol);
-    attend::slice<0, M>(*w, 0) = attend::matmul(attend::slice<0, M>(*w, 3), *w);
-    const auto want = matmul_ref([&](std::size_t i, std::size_t k) { return (*w0)(3 + i, k); }, [&](std::size_t k, std::size_t j) { return (*w0)(k, j); }, M, N, N);
+    expect_flat(r, matmul_ref([&](std::size_t i, std::size_t k) { return r0(i, k); }, w_at, M, N, N), tol);
+    attend::slice<0, M>(*w, 0) = times_w(attend::slice<0, M>(*w, 3));
+    const auto want = matmul_ref([&](std::size_t i, std::size_t k) { return (*w0)(3 + i, k); }, w_at, M, N, N);
     for (std::size_t i = 0; i < M; ++i)
         for (std::size_t j = 0; j < N; ++j) BOOST_CHECK(ref::close(double((*w)(i, j)), want[i * N + j], tol));
     for (std::size_t i = M; i < N; ++i)
@@ -214,6 +219,13 @@ BOOST_AUTO_TEST_CASE(matvec_in_l2_reading_the_destination) {
 // of whole rows.
 BOOST_AUTO_TEST_CASE(matvec_grouped_rows_reading_the_destination) {
     check_matvec_reading_the_destination<6, 656>(43);
+}
+
+// Nine rows of x against W (N, K) (matmul(x, transpose(W))): register tiles of dot products over
+// blocks of rows of x (8 and 1 with 32 registers), each reading the weight rows that the
+// destination's rows replace.
+BOOST_AUTO_TEST_CASE(matvec_dot_tiles_reading_the_destination) {
+    check_matvec_reading_the_destination<9, 1000, true>(47);
 }
 
 // The residual connection of every transformer block, over several k blocks (K = 520 and 1100
