@@ -71,21 +71,11 @@ using huge_ptr = std::unique_ptr<T, memory_detail::huge_delete<T>>;
 template <class T, class... Args>
 huge_ptr<T> make_huge(Args&&... args) {
     static_assert(!std::is_array_v<T>, "attend: make_huge: T must be an object type, such as a tensor");
-    void* p = memory_detail::huge_allocate(sizeof(T), alignof(T));
-    if constexpr (std::is_nothrow_constructible_v<T, Args...>) {
-        return huge_ptr<T>(::new (p) T(std::forward<Args>(args)...));
-    } else {
-#if defined(__cpp_exceptions)
-        try {
-            return huge_ptr<T>(::new (p) T(std::forward<Args>(args)...));
-        } catch (...) {
-            std::free(p);
-            throw;
-        }
-#else
-        return huge_ptr<T>(::new (p) T(std::forward<Args>(args)...));
-#endif
-    }
+    auto free_memory = [](void* p) noexcept { std::free(p); };  // (if T's constructor throws)
+    std::unique_ptr<void, decltype(free_memory)> memory(memory_detail::huge_allocate(sizeof(T), alignof(T)), free_memory);
+    T* t = ::new (memory.get()) T(std::forward<Args>(args)...);
+    memory.release();
+    return huge_ptr<T>(t);
 }
 
 // The same memory for containers of run-time size (`std::vector<float, huge_allocator<float>>`).
