@@ -53,7 +53,10 @@ public:
     amx_tiles() noexcept {
         config c;
         for (int t = 0; t < 8; ++t) c.bytes_per_row[t] = 64, c.rows[t] = 16;
-        _tile_loadconfig(&c);
+        // (inline assembly with the configuration as its operand: g++ 12's _tile_loadconfig does not
+        // tell the compiler it reads memory, and a build dropped the stores above as dead: ldtilecfg
+        // then faulted on the rows it found zero)
+        __asm__ volatile("ldtilecfg %0" ::"m"(c) : "memory");
     }
     ~amx_tiles() { _tile_release(); }
     amx_tiles(const amx_tiles&) = delete;
