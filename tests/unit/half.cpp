@@ -1147,7 +1147,7 @@ void check_decode_pairs(int seed) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(decode_pair_dots) {
-    for (const int mode : {1, 2}) {  // pair products, float FMAs (use_products)
+    for (const int mode : {0, 1, 2}) {  // scores on AMX tiles where there are, pair products, float FMAs (use_products)
         use_products(mode);
         check_decode_pairs<2, 3, 300, 64>(130);
         check_decode_pairs<2, 4, 300, 128>(133);
@@ -1155,6 +1155,49 @@ BOOST_AUTO_TEST_CASE(decode_pair_dots) {
         check_decode_pairs<1, 15, 300, 64>(139);
     }
     use_products(-1);
+}
+
+// bf16 Q and K with 3 to 15 queries: where the target has AMX-BF16 and the OS grants the tiles,
+// the decode nest's tile stages take their scores on tiles (exact products, float sums). Within
+// the float bound of double, and of the vector stages' result, over a cache filled to a
+// run-time length (whole 32-key steps on the tiles, the rest as before); explain says so.
+namespace {
+template <std::size_t NQ, std::size_t D>
+void check_decode_amx_scores(int seed) {
+    constexpr std::size_t HB = 2, NK = 300;
+    auto q = std::make_unique<tensor<bf16, HB, NQ, D>>();
+    auto k = std::make_unique<tensor<bf16, HB, NK, D>>();
+    auto v = std::make_unique<tensor<float, HB, NK, D>>();
+    ref::fill(*q, seed);
+    ref::fill(*k, seed + 1);
+    ref::fill(*v, seed + 2);
+    auto o = std::make_unique<tensor<float, HB, NQ, D>>(), ov = std::make_unique<tensor<float, HB, NQ, D>>();
+    for (std::size_t len : {std::size_t(0), std::size_t(1), std::size_t(31), std::size_t(32), std::size_t(255), std::size_t(256),
+                            std::size_t(257), NK}) {
+        BOOST_TEST_CONTEXT("NQ " << NQ << ", D " << D << ", len " << len) {
+            const auto cut = attend::iota<2, HB, NQ, NK>() >= std::int64_t(len);
+            const float scale = 1 / std::sqrt(float(D));
+            auto run = [&](tensor<float, HB, NQ, D>& out, bool amx) {
+                attend::simd::allow_amx(amx);
+                out = attend::matmul(attend::softmax(attend::masked_fill(attend::matmul(*q, attend::transpose(*k)) * scale, cut, -INFINITY)), *v);
+            };
+            run(*ov, false);
+            run(*o, true);
+            attention_reference<tensor<bf16, HB, NQ, D>, tensor<bf16, HB, NK, D>, tensor<float, HB, NK, D>> want(*q, *k, *v, false, len);
+            ref::expect_all(*o, [&](const ref::index& i) { return want(i[0], i[1], i[2]).first; }, 2e-5);
+            ref::expect_all(*o, [&](const ref::index& i) { return double((*ov)(i[0], i[1], i[2])); }, 2e-5);
+        }
+    }
+    attend::simd::allow_amx(true);
+    const std::string how = attend::explain(attend::scaled_dot_product_attention(*q, *k, *v));
+    BOOST_TEST((how.find("scores on AMX tiles") != std::string::npos) == attend::simd::has_amx_bf16, how);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(decode_scores_on_amx_tiles) {
+    check_decode_amx_scores<3, 64>(140);
+    check_decode_amx_scores<4, 128>(143);
+    check_decode_amx_scores<15, 32>(146);
 }
 
 // Decode into the first rows of its own bf16 V (read in place while the result lands there): as

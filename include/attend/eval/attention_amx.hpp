@@ -1,4 +1,4 @@
-// attend/eval/attention_amx.hpp — the attention nest's two products on AMX tiles (bf16 Q, K, V).
+// attend/eval/attention_amx.hpp — the attention nests' products on AMX tiles (bf16 Q, K, V; the decode nest's scores).
 //
 // The nest (attention.hpp) keeps its orientation: a query tile (64 queries here), S^T with keys
 // as rows and the queries along the SIMD lanes, so the score tree and the online softmax are the
@@ -10,8 +10,12 @@
 //   64 queries x DV floats, row-major, so the output needs no transpose.
 // Tiles 0-3 hold the four query groups' 16 x 16 float sums. Query tiles of 64 rather than 32
 // halve the V packs and K reads per query (docs/performance.md).
+// The decode nest (decode.hpp) takes its scores S = Q K^T for a few bf16 queries over a bf16
+// cache the same way (amx_decode_scores): K's rows the tile A, the queries the columns of the
+// pair tiles B.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 
@@ -60,7 +64,57 @@ __attribute__((always_inline)) inline void amx_pv(const bf16* p, const bf16* vp,
         }
     }(std::make_integer_sequence<int, 4>{});
 }
+
+// ---- decode: the scores of a few queries, 32 keys a step ----
+
+// S (NQ rows, BN apart) for the KB keys of k (rows ld apart), 32 a step: S^T = K Q^T for two
+// blocks of 16 keys in tiles 0 and 1 (16 keys x 16 columns: the queries), so that their chains
+// of products overlap; K's 32-column parts in tiles 2 and 3; the query tiles of amx_query_pairs
+// held in tiles 4 .. 4 + D / 32. The sums go to a buffer whose columns are gathered into S's
+// rows. request(f) asks for part f of the next tile's rows, Parts a row (the tile stages'
+// rows_ahead).
+template <std::size_t NQ, std::size_t D, std::size_t KB, std::size_t BN, std::size_t Parts, class Request>
+__attribute__((always_inline)) inline void amx_decode_scores(const bf16* k, std::size_t ld, const bf16* qt, float* st,
+                                                             Request&& request) noexcept {
+    static_assert(D % 32 == 0 && D / 32 <= 4 && KB % 32 == 0);
+    alignas(64) float c[32 * 16];
+    const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(16));
+    [&]<int... p>(std::integer_sequence<int, p...>) {
+        (simd::tile_load<4 + p>(qt + p * 512, 64), ...);
+        for (std::size_t jb = 0; jb < KB; jb += 32) {
+            simd::tile_zero<0>();
+            simd::tile_zero<1>();
+            ((simd::tile_load<2>(k + jb * ld + 32 * p, ld * sizeof(bf16)), simd::tile_load<3>(k + (jb + 16) * ld + 32 * p, ld * sizeof(bf16)),
+              simd::tile_dot_bf16<0, 2, 4 + p>(), simd::tile_dot_bf16<1, 3, 4 + p>()),
+             ...);
+            simd::tile_store<0>(c, 64);
+            simd::tile_store<1>(c + 256, 64);
+            for (std::size_t f = jb * Parts; f < (jb + 32) * Parts; ++f) request(f);
+            for (std::size_t h = 0; h < 2; ++h)
+                for (std::size_t i = 0; i < NQ; ++i)
+                    _mm512_store_ps(st + i * BN + jb + 16 * h, _mm512_i32gather_ps(_mm512_add_epi32(rows, _mm512_set1_epi32(int(i))), c + 256 * h, 4));
+        }
+    }(std::make_integer_sequence<int, int(D / 32)>{});
+}
+
+#else
+template <std::size_t NQ, std::size_t D, std::size_t KB, std::size_t BN, std::size_t Parts, class Request>
+void amx_decode_scores(const bf16*, std::size_t, const bf16*, float*, Request&&) noexcept {
+    static_assert(NQ == 0, "attend internal: amx_decode_scores needs AMX-BF16");
+}
 #endif
+
+
+// bf16 queries (read as float: exact) as the pair tiles B of S^T = K Q^T: per 32 of the head
+// dimension a tile of 16 pair rows x 16 columns (1 KiB), column i holding query i, the columns
+// past NQ zero.
+template <std::size_t NQ, std::size_t D>
+inline void amx_query_pairs(const float* q, bf16* qt) noexcept {
+    static_assert(D % 32 == 0 && NQ <= 16);
+    std::fill(qt, qt + D * 16, bf16{});
+    for (std::size_t i = 0; i < NQ; ++i)
+        for (std::size_t d = 0; d < D; ++d) qt[d / 2 * 32 + i * 2 + d % 2] = bf16(q[i * D + d]);
+}
 
 }  // namespace detail
 }  // namespace ATTEND_ARCH_NAMESPACE

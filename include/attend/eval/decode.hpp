@@ -9,7 +9,8 @@
 //   P V:     O = alpha O + P V_tile, V rows read whole and in order, in place (16-bit widened).
 // One or two queries run every stage per W-key block with the outputs in registers
 // (decode_stream; one query over live keys that fill the L3 goes key by key: decode_per_key);
-// more run the stages tile by tile, in groups of queries.
+// more run the stages tile by tile, in groups of queries (with bf16 Q and K where the OS grants
+// AMX tiles, the scores on tiles: amx_decode_scores).
 // Key tiles the score tree's masks rule out (j >= len, causal, j >= lens) are never touched. When
 // there are fewer batch indices than threads, the keys split into chunks whose partial results
 // merge by their log-sum-exp (flash-decoding).
@@ -23,6 +24,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "attention_amx.hpp"
 #include "bounds.hpp"
 #include "contract.hpp"
 #include "machine.hpp"
@@ -726,6 +728,15 @@ inline constexpr bool decode_pairs = simd::pair_rows<typename G::B, D> && simd::
                                      std::is_same_v<F, float> && std::is_same_v<typename Ql::value_type, bf16> &&
                                      in_place<Kt, bf16, 1> && in_place<Vl, bf16, 0>;
 
+// bf16 Q (memory or an expression of bf16) and K (memory, rows in place) with a float compute
+// type on a target with AMX-BF16: the tile stages take the scores on tiles (amx_decode_scores;
+// when the OS grants them, decode_keys), exact products as the float stages'. Head dimensions
+// of whole 32-element parts, up to four (the tiles 4-7); whole 32-key steps of a tile.
+template <class G, class F, class Ql, class Kt, std::size_t NQ, std::size_t D>
+inline constexpr bool decode_amx = simd::has_amx_bf16 && !G::stream && G::W == 16 && std::is_same_v<F, float> &&
+                                   std::is_same_v<typename Ql::value_type, bf16> && in_place<Kt, bf16, 1> && D % 32 == 0 && D / 32 <= 4 &&
+                                   NQ <= 16;
+
 // A cache of at least the L3's size (at most 32 MiB: request_ahead_bytes) streams at about
 // DRAM's rate: then the tile stages request their next rows (in Zen 5's L3 the requests only
 // cost; docs/performance.md, 2026-11-28 "evening" and 2026-11-29 "Intel"). Asked once per call.
@@ -754,7 +765,8 @@ bool decode_goes_by_key(const Tree& tree, box<Rs> b, bool ahead) {
 // nest's last few) against keys [jb, je) (whole tiles but the last), into the running state `s`;
 // `ahead`: decode_from_dram's answer.
 // Pairs: the tile stages on pair products (decode_pairs holds and they pay: decode_keys).
-template <class Arch, class S, class F, bool Pairs, class Sc, class Ql, class Kt, class Vl, std::size_t NQ, std::size_t DV>
+// Amx: the tile stages' scores on AMX tiles (decode_amx holds and the OS grants them).
+template <class Arch, class S, class F, bool Pairs, bool Amx, class Sc, class Ql, class Kt, class Vl, std::size_t NQ, std::size_t DV>
 void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size_t batch, std::size_t i0, std::size_t jb,
                       std::size_t je, const decode_state<F, NQ, DV>& s, bool ahead) {
     using Ss = typename Sc::shape_type;
@@ -806,6 +818,11 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
     alignas(64) bf16 ppairs[pairs ? NQ * BN : 1];
     if constexpr (pairs)
         for (std::size_t x = 0; x < NQ * D; ++x) qpairs[x] = bf16(qbuf[x]);  // exact: Q is bf16
+    // AMX: the queries as pair tiles, and the tiles configured while this item runs
+    static_assert(!Amx || decode_amx<G, F, Ql, Kt, NQ, D>);
+    alignas(64) bf16 qtiles[Amx ? D * 16 : 1];
+    [[maybe_unused]] std::conditional_t<Amx, simd::amx_tiles, simd::no_tiles> tiles;
+    if constexpr (Amx) amx_query_pairs<NQ, D>(qbuf, qtiles);
     const auto* qrows = [&] {
         if constexpr (pairs) return +qpairs;
         else if constexpr (split) return +qsplit;
@@ -847,6 +864,10 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         constexpr std::size_t k_groups = score_groups<B, query_width<D, Qrow>, NQ, split, Qrow>;
         if constexpr (blocks)
             with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
+                if constexpr (Amx && KB % 32 == 0)
+                    if (live == KB)
+                        return amx_decode_scores<NQ, D, KB, BN, k_groups>(
+                            k, ldk, qtiles, st, [&](std::size_t f) __attribute__((always_inline)) { k_next.template request<D>(f); });
                 decode_scores<B, NQ, KB, BN, D, DV, split>(qrows, k, ldk, st, k_next, live);
             });
         else {
@@ -959,15 +980,18 @@ void decode_merge(const decode_state<F, NQ, DV>* parts, std::size_t chunks) noex
     }
 }
 
-// decode_key_tiles with the tile stages on pair products where they may and pay.
+// decode_key_tiles with the tile stages' scores on AMX tiles where they may, else on pair
+// products where those may and pay.
 template <class Arch, class S, class F, class Sc, class Ql, class Kt, class Vl, std::size_t NQ, std::size_t DV>
 void decode_keys(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std::size_t batch, std::size_t i0, std::size_t jb,
                  std::size_t je, const decode_state<F, NQ, DV>& s, bool ahead) {
     using MM = std::remove_cvref_t<decltype(find_matmul(sc))>;
     using G = decode_tiling<F, Arch, NQ, MM::K, DV>;
+    if constexpr (decode_amx<G, F, Ql, Kt, NQ, MM::K>)
+        if (simd::use_amx()) return decode_key_tiles<Arch, S, F, false, true>(sc, q, kt, v, batch, i0, jb, je, s, ahead);
     if constexpr (decode_pairs<G, F, Ql, Kt, Vl, MM::K, DV>)
-        if (pair_products_pay()) return decode_key_tiles<Arch, S, F, true>(sc, q, kt, v, batch, i0, jb, je, s, ahead);
-    decode_key_tiles<Arch, S, F, false>(sc, q, kt, v, batch, i0, jb, je, s, ahead);
+        if (pair_products_pay()) return decode_key_tiles<Arch, S, F, true, false>(sc, q, kt, v, batch, i0, jb, je, s, ahead);
+    decode_key_tiles<Arch, S, F, false, false>(sc, q, kt, v, batch, i0, jb, je, s, ahead);
 }
 
 // One work item: the NQ queries i0 .. i0+NQ of batch index `batch` against every key, written

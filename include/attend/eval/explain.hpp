@@ -170,6 +170,9 @@ std::string explain(const E& e) {
                      : "  bf16 Q, K and V: both products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16) on cores "
                        "where pairs pay (not Intel's), else float FMAs on K and V widened as packed\n";
         if constexpr (MM::M <= DT::max_queries &&
+                      detail::decode_amx<DT, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>, MM::M, MM::K>)
+            s += "  bf16 Q and K: the tile stages' scores on AMX tiles (tdpbf16ps, 32 keys a step) when the OS grants them\n";
+        if constexpr (MM::M <= DT::max_queries &&
                       detail::decode_pairs<DT, F, std::remove_cvref_t<decltype(MM::a)>, std::remove_cvref_t<decltype(MM::b)>,
                                            std::remove_cvref_t<decltype(A::b)>, MM::K, DV>)
             s += "  bf16 Q, K and V: the tile stages' products by vdpbf16ps (bf16 pairs, two products per lane; P rounded to bf16) on "
