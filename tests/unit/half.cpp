@@ -1106,6 +1106,17 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
     check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(116);
 }
 
+// One query over a bf16 cache of 64 MB as each core would run it (eval/machine.hpp, taken on any
+// machine): the stream requesting its rows ahead (Zen 5 and Intel cores) or not (others).
+BOOST_AUTO_TEST_CASE(decode_stream_choices_of_every_core) {
+    using attend::detail::core_kind;
+    for (const core_kind kind : {core_kind::intel, core_kind::amd_zen5, core_kind::other}) {
+        attend::detail::pretend_core(kind);
+        check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
+    }
+    attend::detail::pretend_core(core_kind::automatic);
+}
+
 // bf16 Q, K and V with 3 to 15 queries: the decode nest's tile stages on pair dot products where
 // the target has AVX-512 BF16 (P rounded to bf16: the bound of expect_bf16_attention), over a
 // cache filled to a run-time length — empty, one key, eighths of a tile (37, 100), a tile's edge
