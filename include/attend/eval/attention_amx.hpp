@@ -1,4 +1,5 @@
-// attend/eval/attention_amx.hpp — the attention nests' products on AMX tiles (bf16 Q, K, V; the decode nest's scores).
+// attend/eval/attention_amx.hpp — products on AMX tiles: the prefill nest's two (bf16 Q, K, V) and
+// the decode nest's scores (bf16 Q and K).
 //
 // The nest (attention.hpp) keeps its orientation: a query tile (64 queries here), S^T with keys
 // as rows and the queries along the SIMD lanes, so the score tree and the online softmax are the
@@ -78,7 +79,7 @@ __attribute__((always_inline)) inline void amx_decode_scores(const bf16* k, std:
                                                              Request&& request) noexcept {
     static_assert(D % 32 == 0 && D / 32 <= 4 && KB % 32 == 0);
     alignas(64) float c[32 * 16];
-    const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(16));
+    const __m512i rows = _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240);  // (a column's offsets)
     [&]<int... p>(std::integer_sequence<int, p...>) {
         (simd::tile_load<4 + p>(qt + p * 512, 64), ...);
         for (std::size_t jb = 0; jb < KB; jb += 32) {
@@ -103,7 +104,6 @@ void amx_decode_scores(const bf16*, std::size_t, const bf16*, float*, Request&&)
     static_assert(NQ == 0, "attend internal: amx_decode_scores needs AMX-BF16");
 }
 #endif
-
 
 // bf16 queries (read as float: exact) as the pair tiles B of S^T = K Q^T: per 32 of the head
 // dimension a tile of 16 pair rows x 16 columns (1 KiB), column i holding query i, the columns
