@@ -1212,8 +1212,9 @@ BOOST_AUTO_TEST_CASE(decode_scores_on_amx_tiles) {
     check_decode_amx_scores<15, 32>(146);
 }
 
-// Decode into the first rows of its own bf16 V (read in place while the result lands there): as
-// if the right side came first, and the rows past them untouched.
+// Decode into the first rows of its own bf16 V or K (read in place while the result lands there):
+// as if the right side came first, and the rows past them untouched. With bf16 Q, K is what the
+// scores on AMX tiles read, where the target has them.
 BOOST_AUTO_TEST_CASE(decode_into_its_bf16_cache) {
     constexpr std::size_t HKV = 2, G = 4, NMAX = 300, D = 128;
     auto q = std::make_unique<tensor<float, HKV, G, D>>();
@@ -1221,26 +1222,31 @@ BOOST_AUTO_TEST_CASE(decode_into_its_bf16_cache) {
     ref::fill(*q, 120);
     ref::fill(*k, 121);
     ref::fill(*v, 122);
-    const auto v0 = std::make_unique<tensor<bf16, HKV, NMAX, D>>(*v);
+    const auto k0 = std::make_unique<tensor<bf16, HKV, NMAX, D>>(*k), v0 = std::make_unique<tensor<bf16, HKV, NMAX, D>>(*v);
     const auto cache_len = attend::iota<2, HKV, G, NMAX>() >= 291;
-    // Q in float, and rounded to bf16 (the tile stages on pair dot products where the target has them)
-    auto check = [&](const auto& query) {
-        *v = *v0;
-        const tensor<bf16, HKV, G, D> want = attend::cast<bf16>(attend::scaled_dot_product_attention(query, *k, *v0, cache_len));
-        attend::slice<1, G>(*v, 0) = attend::cast<bf16>(attend::scaled_dot_product_attention(query, *k, *v, cache_len));
+    // Q in float, and rounded to bf16 (the tile stages on pair dot products or AMX tiles where the
+    // target has them); the result written into V, then into K
+    auto check = [&](const auto& query, bool into_k) {
+        *k = *k0, *v = *v0;
+        auto& cache = into_k ? *k : *v;
+        const auto& before = into_k ? *k0 : *v0;
+        const tensor<bf16, HKV, G, D> want = attend::cast<bf16>(attend::scaled_dot_product_attention(query, *k0, *v0, cache_len));
+        attend::slice<1, G>(cache, 0) = attend::cast<bf16>(attend::scaled_dot_product_attention(query, *k, *v, cache_len));
         std::size_t differ = 0, touched = 0;
         for (std::size_t h = 0; h < HKV; ++h)
             for (std::size_t j = 0; j < NMAX; ++j)
                 for (std::size_t d = 0; d < D; ++d) {
-                    const auto got = (*v)(h, j, d).to_bits();
+                    const auto got = cache(h, j, d).to_bits();
                     if (j < G) differ += got != want(h, j, d).to_bits();
-                    else touched += got != (*v0)(h, j, d).to_bits();
+                    else touched += got != before(h, j, d).to_bits();
                 }
-        BOOST_TEST(differ == 0u);
-        BOOST_TEST(touched == 0u);
+        BOOST_TEST(differ == 0u, "into " << (into_k ? "K" : "V"));
+        BOOST_TEST(touched == 0u, "into " << (into_k ? "K" : "V"));
     };
-    check(*q);
-    check(attend::cast<bf16>(*q));
+    for (const bool into_k : {false, true}) {
+        check(*q, into_k);
+        check(attend::cast<bf16>(*q), into_k);
+    }
 }
 
 // An index mask that rounds through bf16: the interval analysis that skips key tiles or drops the
