@@ -668,8 +668,12 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
     constexpr bool tree = std::is_same_v<V, float> && DW == D && (G == 8 || G == 4) && (W == 16 || W == 8);
     // Queries read from L1 against each key vector held in a register (float or widened rows in
     // order, with 32 registers), where they do not fit in registers; when the rows come from
-    // cache (Cached), the G rows unrolled with the queries read again for each (below).
-    constexpr bool from_l1 = !pairs && !Split && !q_regs && is_batch<B> && vector_registers<> >= 32, unrolled = from_l1 && Cached;
+    // cache (Cached), the G rows unrolled with the queries read again for each (below). Split
+    // rows are unrolled always (with 32 registers): in a loop over the rows g++ kept their sums
+    // on the stack, storing each after every 2W elements (an Intel Xeon VM, 4 queries over 1024
+    // bf16 keys in L2: 24 -> 18 µs; 8 x 4 heads over 8000 keys 3-6 % faster).
+    constexpr bool from_l1 = !pairs && !Split && !q_regs && is_batch<B> && vector_registers<> >= 32;
+    constexpr bool unrolled = (from_l1 && Cached) || (Split && vector_registers<> >= 32);
     alignas(64) V part[NQ][W];
     B h[NQ][W / G];  // each group's G sums in lanes 0 .. G-1
     B qr[q_regs ? NQ : 1][q_regs ? QV : 1];  // bf16 queries: their pairs' bits
