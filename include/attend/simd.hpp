@@ -652,7 +652,7 @@ inline constexpr bool pair_rows = has_bf16_pair_dot && is_batch<B> && std::is_sa
                                   D % 32 == 0;
 
 // With bf16 queries (F = bf16) the products run as pair dot products (pair_rows).
-template <std::size_t NQ, std::size_t D, bool Split = false, bool Cached = false, class B, class F, class T, class After = no_row_work>
+template <std::size_t NQ, std::size_t D, bool Split = false, bool Unroll = false, class B, class F, class T, class After = no_row_work>
 __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ],
                                                      After&& after_row = {}) noexcept {
     // G keys at a time, each key's row read whole before the next (Zen 5 streamed K at half the
@@ -667,13 +667,12 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
     constexpr std::size_t G = std::min<std::size_t>(W, NQ == 1 || (!q_regs && NQ <= 2) ? 8 : 4);
     constexpr bool tree = std::is_same_v<V, float> && DW == D && (G == 8 || G == 4) && (W == 16 || W == 8);
     // Queries read from L1 against each key vector held in a register (float or widened rows in
-    // order, with 32 registers), where they do not fit in registers; when the rows come from
-    // cache (Cached), the G rows unrolled with the queries read again for each (below). Split
-    // rows are unrolled always (with 32 registers): in a loop over the rows g++ kept their sums
-    // on the stack, storing each after every 2W elements (an Intel Xeon VM, 4 queries over 1024
-    // bf16 keys in L2: 24 -> 18 µs; 8 x 4 heads over 8000 keys 3-6 % faster).
+    // order, with 32 registers), where they do not fit in registers. With Unroll, the G rows are
+    // unrolled (below), those and Split rows, so that g++ keeps their sums in registers: in a
+    // loop over the rows it kept them on the stack, storing each after every vector (Split: an
+    // Intel Xeon VM, 4 queries over 1024 bf16 keys in L2, 24 -> 18 µs).
     constexpr bool from_l1 = !pairs && !Split && !q_regs && is_batch<B> && vector_registers<> >= 32;
-    constexpr bool unrolled = (from_l1 && Cached) || (Split && vector_registers<> >= 32);
+    constexpr bool unrolled = Unroll && (from_l1 || Split) && vector_registers<> >= 32;
     alignas(64) V part[NQ][W];
     B h[NQ][W / G];  // each group's G sums in lanes 0 .. G-1
     B qr[q_regs ? NQ : 1][q_regs ? QV : 1];  // bf16 queries: their pairs' bits
@@ -738,9 +737,9 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
         };
         if constexpr (unrolled) {
             // (the sums in registers and the rows' chains of FMAs side by side, where g++ kept a
-            // loop over the rows with the sums on the stack: 8 x 4 heads over 1000 keys in L3,
-            // 137 -> 129 µs; from DRAM, where the scores stage requests rows ahead, it was 1.2x
-            // slower, so the stage asks for it only when the cache is in L3)
+            // loop over the rows with the sums on the stack, storing them after every vector:
+            // Zen 5, 8 x 4 heads over 1000 keys in L3, 137 -> 129 µs, but 1.2x slower from DRAM
+            // where the scores stage requests rows ahead; decode_scores chooses)
 #pragma GCC unroll 16
             for (std::size_t r = 0; r < G; ++r) row(r);
         } else {

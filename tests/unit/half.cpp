@@ -1106,13 +1106,19 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
     check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(116);
 }
 
-// One query over a bf16 cache of 64 MB as each core would run it (eval/machine.hpp, taken on any
-// machine): the stream requesting its rows ahead (Zen 5 and Intel cores) or not (others).
-BOOST_AUTO_TEST_CASE(decode_stream_choices_of_every_core) {
+// Caches of 32 MiB and more as each core would run them (eval/machine.hpp, taken on any
+// machine): one query's stream requesting its rows ahead (Zen 5 and Intel cores) or not
+// (others); four queries' tile stages requesting the next tile, the scores with a block's rows
+// unrolled (all but Zen 5) or in a loop, over float and bf16 rows.
+BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
     using attend::detail::core_kind;
     for (const core_kind kind : {core_kind::intel, core_kind::amd_zen5, core_kind::other}) {
-        attend::detail::pretend_core(kind);
-        check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
+        BOOST_TEST_CONTEXT("core " << int(kind)) {
+            attend::detail::pretend_core(kind);
+            check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
+            check_decode_16<float, float, float, 8, 4, 4096, 128>(153);
+            check_decode_16<float, bf16, bf16, 8, 4, 8192, 128>(156);
+        }
     }
     attend::detail::pretend_core(core_kind::automatic);
 }

@@ -326,6 +326,12 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
     stage(no_rows_ahead{});
 }
 
+// Whether the scores stage unrolls a block's rows (sums in registers) while it requests rows
+// ahead from DRAM: on every core but Zen 5, where it was 1.2x slower (2026-11-28). An Intel Xeon
+// VM, 8 x 4 heads over a float cache of 8000 keys, bench/decode: g++ 2852-2863 -> 2719-2733 µs,
+// clang++ 2750-2777 -> 2684-2739.
+inline bool scores_unrolled() noexcept { return !amd_zen5_or_later(); }
+
 // The width of a query row as the scores read it (bf16 queries: pairs).
 template <std::size_t D, class Q>
 inline constexpr std::size_t query_width = std::is_same_v<Q, bf16> ? D / 2 : D;
@@ -368,9 +374,10 @@ __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::si
 // (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000 keys on Zen 5: 0.91-1.05 -> 0.82-0.85
 // ms with either compiler; the one- and two-query stream keeps widening in order, clang++ ran it
 // 1.6x slower split). Q of bf16 (decode_pairs): pair dot products, half the registers a query.
-// A tile the masks cut at `live` goes to decode_scores_cut.
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, class F, class Q, class T,
-          class Ahead>
+// A tile the masks cut at `live` goes to decode_scores_cut. Unroll: a block's rows unrolled with
+// their sums in registers (simd::dot_block) also while requesting rows ahead (scores_unrolled).
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, bool Unroll, class F,
+          class Q, class T, class Ahead>
 inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next, std::size_t live) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split, Q>;
     constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split, Q>;
@@ -382,8 +389,8 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
             auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
                 constexpr std::size_t rows = std::min(QG, NQ - G * QG);
                 auto request = [&](std::size_t r) __attribute__((always_inline)) { k_next.template request<D>(G * KB + jb + r); };
-                simd::dot_block<rows, D, Split, cached>(q + G * QG * D, k + jb * ldk, ldk, *reinterpret_cast<B(*)[rows]>(sc + G * QG),
-                                                        request);
+                simd::dot_block<rows, D, Split, cached || Unroll>(q + G * QG * D, k + jb * ldk, ldk,
+                                                                  *reinterpret_cast<B(*)[rows]>(sc + G * QG), request);
             };
             (group.template operator()<I>(), ...);
         }(std::make_index_sequence<groups>{});
@@ -868,7 +875,9 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
                     if (live == KB)
                         return amx_decode_scores<NQ, D, KB, BN, k_groups>(
                             k, ldk, qtiles, st, [&](std::size_t f) __attribute__((always_inline)) { k_next.template request<D>(f); });
-                decode_scores<B, NQ, KB, BN, D, DV, split>(qrows, k, ldk, st, k_next, live);
+                if constexpr (!std::is_same_v<decltype(k_next), no_rows_ahead>)
+                    if (scores_unrolled()) return decode_scores<B, NQ, KB, BN, D, DV, split, true>(qrows, k, ldk, st, k_next, live);
+                decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, k_next, live);
             });
         else {
             dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, live, st, BN);  // rows past `live` never read
