@@ -667,10 +667,10 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
     constexpr std::size_t G = std::min<std::size_t>(W, NQ == 1 || (!q_regs && NQ <= 2) ? 8 : 4);
     constexpr bool tree = std::is_same_v<V, float> && DW == D && (G == 8 || G == 4) && (W == 16 || W == 8);
     // Queries read from L1 against each key vector held in a register (float or widened rows in
-    // order, with 32 registers), where they do not fit in registers. With Unroll, the G rows are
-    // unrolled (below), those and Split rows, so that g++ keeps their sums in registers: in a
-    // loop over the rows it kept them on the stack, storing each after every vector (Split: an
-    // Intel Xeon VM, 4 queries over 1024 bf16 keys in L2, 24 -> 18 µs).
+    // order, with 32 registers), where they do not fit in registers. With Unroll, the G rows of
+    // those and of Split rows are unrolled (below), so that g++ keeps their sums in registers: in
+    // a loop over the rows it kept them on the stack, storing each after every vector (Split:
+    // every 2W elements; an Intel Xeon VM, 4 queries over 1024 bf16 keys in L2, 24 -> 18 µs).
     constexpr bool from_l1 = !pairs && !Split && !q_regs && is_batch<B> && vector_registers<> >= 32;
     constexpr bool unrolled = Unroll && (from_l1 || Split) && vector_registers<> >= 32;
     alignas(64) V part[NQ][W];
@@ -739,7 +739,7 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
             // (the sums in registers and the rows' chains of FMAs side by side, where g++ kept a
             // loop over the rows with the sums on the stack, storing them after every vector:
             // Zen 5, 8 x 4 heads over 1000 keys in L3, 137 -> 129 µs, but 1.2x slower from DRAM
-            // where the scores stage requests rows ahead; decode_scores chooses)
+            // where the scores stage requests rows ahead; decode_scores and scores_unrolled choose)
 #pragma GCC unroll 16
             for (std::size_t r = 0; r < G; ++r) row(r);
         } else {

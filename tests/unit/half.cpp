@@ -1077,8 +1077,9 @@ BOOST_AUTO_TEST_CASE(prefill_amx_tiles) {
 namespace {
 // sdpa of Q (HB, NQ, D) against K, V (HB, NK, D) of element types QT, KT, VT, filled from `seed`
 // on, into a float output, against attention_reference in double over the same rounded inputs.
+// Returns the output.
 template <class QT, class KT, class VT, std::size_t HB, std::size_t NQ, std::size_t NK, std::size_t D>
-void check_decode_16(int seed) {
+std::unique_ptr<tensor<float, HB, NQ, D>> check_decode_16(int seed) {
     auto q = std::make_unique<tensor<QT, HB, NQ, D>>();
     auto k = std::make_unique<tensor<KT, HB, NK, D>>();
     auto v = std::make_unique<tensor<VT, HB, NK, D>>();
@@ -1088,6 +1089,7 @@ void check_decode_16(int seed) {
     auto o = std::make_unique<tensor<float, HB, NQ, D>>();
     *o = attend::scaled_dot_product_attention(*q, *k, *v);
     expect_attention(*o, *q, *k, *v, 2e-5);
+    return o;
 }
 }  // namespace
 
@@ -1109,15 +1111,25 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
 // Caches of 32 MiB and more as each core would run them (eval/machine.hpp, taken on any
 // machine): one query's stream requesting its rows ahead (Zen 5 and Intel cores) or not
 // (others); four queries' tile stages requesting the next tile, the scores with a block's rows
-// unrolled (all but Zen 5) or in a loop, over float and bf16 rows.
+// unrolled (Intel cores) or in a loop, over float and bf16 rows, the same bits either way.
 BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
     using attend::detail::core_kind;
+    constexpr std::size_t NF = 4352, NB = 8704;  // 17 and 34 tiles: 34 MiB caches, float and bf16
+    BOOST_TEST_REQUIRE(8 * NF * 128 * sizeof(float) * 2 >= attend::detail::request_ahead_bytes());
+    std::unique_ptr<tensor<float, 8, 4, 128>> first_f, first_b;
     for (const core_kind kind : {core_kind::intel, core_kind::amd_zen5, core_kind::other}) {
         BOOST_TEST_CONTEXT("core " << int(kind)) {
             attend::detail::pretend_core(kind);
+            BOOST_TEST(attend::detail::scores_unrolled() == (kind == core_kind::intel));
             check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
-            check_decode_16<float, float, float, 8, 4, 4096, 128>(153);
-            check_decode_16<float, bf16, bf16, 8, 4, 8192, 128>(156);
+            auto of = check_decode_16<float, float, float, 8, 4, NF, 128>(153);
+            auto ob = check_decode_16<float, bf16, bf16, 8, 4, NB, 128>(156);
+            if (!first_f) {
+                first_f = std::move(of), first_b = std::move(ob);
+            } else {
+                BOOST_TEST(std::memcmp(of->data(), first_f->data(), sizeof(*of)) == 0);
+                BOOST_TEST(std::memcmp(ob->data(), first_b->data(), sizeof(*ob)) == 0);
+            }
         }
     }
     attend::detail::pretend_core(core_kind::automatic);

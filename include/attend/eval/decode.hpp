@@ -326,11 +326,11 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
     stage(no_rows_ahead{});
 }
 
-// Whether the scores stage unrolls a block's rows (sums in registers) while it requests rows
-// ahead from DRAM: on every core but Zen 5, where it was 1.2x slower (2026-11-28). An Intel Xeon
-// VM, 8 x 4 heads over a float cache of 8000 keys, bench/decode: g++ 2852-2863 -> 2719-2733 µs,
-// clang++ 2750-2777 -> 2684-2739.
-inline bool scores_unrolled() noexcept { return !amd_zen5_or_later(); }
+// Whether the scores stage unrolls a block's rows (sums in registers) also while it requests
+// rows ahead from DRAM: on Intel cores, where it was faster (an Intel Xeon VM, 8 x 4 heads over a
+// float cache of 8000 keys, bench/decode: g++ 2852-2863 -> 2719-2733 µs, clang++ 2750-2777 ->
+// 2684-2739); not on Zen 5, where it was 1.2x slower (2026-11-28); other cores unmeasured.
+inline bool scores_unrolled() noexcept { return intel_core(); }
 
 // The width of a query row as the scores read it (bf16 queries: pairs).
 template <std::size_t D, class Q>
@@ -875,7 +875,7 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
                     if (live == KB)
                         return amx_decode_scores<NQ, D, KB, BN, k_groups>(
                             k, ldk, qtiles, st, [&](std::size_t f) __attribute__((always_inline)) { k_next.template request<D>(f); });
-                if constexpr (!std::is_same_v<decltype(k_next), no_rows_ahead>)
+                if constexpr (simd::vector_registers<> >= 32 && !std::is_same_v<decltype(k_next), no_rows_ahead>)
                     if (scores_unrolled()) return decode_scores<B, NQ, KB, BN, D, DV, split, true>(qrows, k, ldk, st, k_next, live);
                 decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, k_next, live);
             });
