@@ -71,6 +71,9 @@ struct decode_tiling {
     // g++ level; an Intel Xeon VM, g++, 4436-6400 -> 2706-2831; docs/performance.md). Not on
     // earlier AMD cores: on Zen 4 requests made a bf16 cache 1.7x slower (2026-11-27).
     static constexpr std::size_t stream_ahead = 32;
+    // Keys per tile for one query over a float cache that may stream from DRAM (decode_by_key),
+    // whose tile stages read its K rows and then its V rows as runs of 1 MiB at d 128 (key_runs).
+    static constexpr std::size_t run_BN = 2048;
 };
 
 // Bytes per element of an operand as stored (memory), or as computed (an expression).
@@ -752,6 +755,19 @@ inline bool decode_from_dram(const Kt&, const Vl&) noexcept {
     return decode_cache_bytes<F, Kt, Vl> >= request_ahead_bytes();
 }
 
+// Keys per tile of the decode nest: run_BN for one query over a cache of F in place that may
+// stream from DRAM, else BN (a larger tile would pack more rows of an expression on the stack).
+template <class G, class F, class Kt, class Vl, std::size_t NQ, std::size_t D>
+inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, D> ? G::run_BN : G::BN;
+
+// Whether one query over a float cache from DRAM (decode_by_key) takes the tile stages without
+// requests, reading its K rows and then its V rows in runs of 2048 keys, one memory stream at a
+// time: on Intel cores (an Intel Xeon VM, 32 x 1 heads over 4000 keys, bench/decode g++: 1.16-1.26x
+// the read, against 1.32-1.45x by the stream requesting rows ahead; tiles of 256 keys or with
+// requests 1.3-1.6x; docs/performance.md, 2026-11-30 afternoon). Elsewhere the stream, or key
+// by key when the live keys fill the L3 (Zen 5 measured those; the runs are unmeasured there).
+inline bool key_runs() noexcept { return intel_core(); }
+
 // Whether one query over a cache of F in place (decode_by_key) goes key by key: when the cache
 // streams from DRAM (`ahead`) and the keys the masks leave fill the L3 — when the tree's scores
 // in `b` (one batch index's query) reach into the tile holding key `fill`, taking the live keys
@@ -781,7 +797,7 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
     constexpr std::size_t R = S::rank, Rs = Ss::rank, D = MM::K;
     using G = decode_tiling<F, Arch, NQ, D, DV>;
     using B = typename G::B;
-    constexpr std::size_t BN = G::BN, NK = MM::N;
+    constexpr std::size_t BN = decode_tile_keys<G, F, Kt, Vl, NQ, D>, NK = MM::N;
     constexpr bool may_ahead = decode_may_ahead<F, Kt, Vl>;
     nd_pos<R> ob = batch_position<S>(batch);
     nd_pos<Rs> sp{};  // the batch index at the score tree's rank (it broadcasts), the first query
@@ -845,6 +861,7 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         if constexpr (may_by_key) return decode_goes_by_key<F, Kt, Vl, NK, BN>(tree_at(cursor), tile_box, ahead);
         else return false;
     }();
+    const bool runs = may_by_key && ahead && key_runs();  // the tile stages, requesting nothing
     // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
     // Only the first `live` take part in P V (live < kb: a tile the masks cut).
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t, std::size_t kb, std::size_t live) {
@@ -856,18 +873,19 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         };
         constexpr bool blocks = KB % G::W == 0, v_blocks = blocks && DV % G::W == 0;
         const auto [k, ldk] = rows.template operator()<true, D, blocks && streamed<Kt, F, 1>>(kt, sp, kpack);
-        if constexpr (G::stream && blocks) {
-            const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
-            if constexpr (may_by_key)
-                if (by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
-            if constexpr (may_ahead && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
-                if (ahead && (amd_zen5_or_later() || intel_core()))
-                    return decode_stream<B, NQ, KB, BN, D, DV, G::stream_ahead>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live, NK - j0);
-            return decode_stream<B, NQ, KB, BN, D, DV, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
-        }
+        if constexpr (G::stream && blocks)
+            if (!runs) {
+                const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
+                if constexpr (may_by_key)
+                    if (by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
+                if constexpr (may_ahead && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
+                    if (ahead && (amd_zen5_or_later() || intel_core()))
+                        return decode_stream<B, NQ, KB, BN, D, DV, G::stream_ahead>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live, NK - j0);
+                return decode_stream<B, NQ, KB, BN, D, DV, 0>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live);
+            }
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read cache (docs/performance.md, 2026-11-26)
-        const bool next_whole = ahead && KB == BN && j0 + KB + BN <= NK;
+        const bool next_whole = ahead && !runs && KB == BN && j0 + KB + BN <= NK;
         constexpr std::size_t k_groups = score_groups<B, query_width<D, Qrow>, NQ, split, Qrow>;
         if constexpr (blocks)
             with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
@@ -909,7 +927,7 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
     };
     // The stream reads K and V in place for any number of whole blocks: a run of live eighths is
     // one call (each call loads and stores the running state).
-    constexpr bool fold = G::stream && streamed<Kt, F, 1> && streamed<Vl, F, 0>;
+    const bool fold = G::stream && streamed<Kt, F, 1> && streamed<Vl, F, 0> && !runs;
     auto key_tile = [&]<std::size_t KB>(std::size_t j0) {
         tile_box.lo[Rs - 1] = j0;
         tile_box.hi[Rs - 1] = j0 + KB - 1;
@@ -1025,7 +1043,7 @@ void evaluate_decode(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, T* ou
     constexpr std::size_t NQ = MM::M, D = MM::K, NK = MM::N, DV = S::extents[S::rank - 1];
     using G = decode_tiling<F, Arch, NQ, D, DV>;
     using State = decode_state<F, NQ, DV>;
-    constexpr std::size_t batches = S::size / (NQ * DV), per_part = State::floats, BN = G::BN;
+    constexpr std::size_t batches = S::size / (NQ * DV), per_part = State::floats, BN = decode_tile_keys<G, F, Kt, Vl, NQ, D>;
     // Heads run on all threads from 64 Ki multiply-adds over the capacity (a loop on the team costs
     // under 1 µs: stories15M's six heads of 48 at 2 threads, 55 -> 45 µs a token).
     constexpr bool worth = batches * NQ * NK * (D + DV) >= (std::size_t{1} << 16);

@@ -144,7 +144,7 @@ std::string explain(const E& e) {
                  " keys, scores, softmax and outputs in registers, K and V rows read in turn (every row once); keys split "
                  "across threads when there are fewer batch indices than threads\n";
         else if constexpr (MM::M <= DT::max_queries)
-            s += "  decode nest: all " + std::to_string(MM::M) + " queries against each key tile of " + std::to_string(std::min(DT::BN, MM::N)) +
+            s += "  decode nest: all " + std::to_string(MM::M) + " queries against each key tile of " + std::to_string(std::min(detail::decode_tile_keys<DT, F, std::remove_cvref_t<decltype(MM::b)>, std::remove_cvref_t<decltype(A::b)>, MM::M, MM::K>, MM::N)) +
                  " (every K and V row read once), lanes along the head dimension; keys split across threads when there are "
                  "fewer batch indices than threads\n";
         else
@@ -153,7 +153,8 @@ std::string explain(const E& e) {
                  std::to_string(G::MRV) + " x " + std::to_string(G::QT) + "\n";
         if constexpr (MM::M <= DT::max_queries &&
                       detail::decode_by_key<DT, F, std::remove_cvref_t<decltype(MM::b)>, std::remove_cvref_t<decltype(A::b)>, MM::M, MM::K>)
-            s += "  from DRAM (when the keys the masks leave fill the L3): key by key, K row, its score, V row\n";
+            s += "  from DRAM: on Intel cores by tiles of " + std::to_string(DT::run_BN) +
+                 " keys, K rows then V rows; elsewhere, when the keys the masks leave fill the L3, key by key, K row, its score, V row\n";
         if constexpr (MM::M > DT::max_queries && G::rest_decodes)
             s += (G::rest == 1 ? std::string("  the last query") : "  the last " + std::to_string(G::rest) + " queries") +
                  " through the decode nest\n";
