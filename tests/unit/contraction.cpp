@@ -153,7 +153,8 @@ BOOST_AUTO_TEST_CASE(matvec_every_row_count_both_layouts) {
 
 // The matvec's run-time choices by core (eval/machine.hpp), each taken on any machine: one row of
 // x against W (K, N) in L2 with rows wider than 24 vectors (sums in registers on Intel cores,
-// chunks of rows elsewhere) and beyond 16 MiB (rows requested ahead except on Zen 5).
+// chunks of rows elsewhere) and beyond 16 MiB (rows requested ahead except on Zen 5 and Intel
+// cores).
 BOOST_AUTO_TEST_CASE(matvec_choices_of_every_core) {
     using attend::detail::core_kind;
     for (const core_kind kind : {core_kind::intel, core_kind::amd_zen5, core_kind::other}) {

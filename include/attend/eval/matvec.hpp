@@ -106,7 +106,7 @@ struct matvec_tiling {
     // 0.82-0.90x the time, bf16 weights 0.86-0.99x; one step on or into L1 was less or slower,
     // and a weight of 3-8 MiB from L3 with 4 rows per step ran up to 1.2x slower with it). Zen 5
     // streams such a weight faster without them (float 4096^2, g++ 1.50-1.53 -> 1.33-1.37 ms,
-    // clang++ 1.79-1.82 -> 1.38): the plan asks the machine (`with_weight_requests`).
+    // clang++ 1.79-1.82 -> 1.38), as do Intel cores: the plan asks the machine (`with_weight_requests`).
     static constexpr std::size_t rows_ahead(std::size_t bytes) { return rows_per_step_unchunked(bytes) == 8 ? 16 : 0; }
     // rows_k: a weight of up to 32 KiB (in L1), or one in L2 with two rows of x (or with one, a
     // 16-bit weight that takes no chunks), keeps the sums of NV vectors of columns in registers
@@ -408,12 +408,13 @@ __attribute__((noinline)) void axpy_groups(const F* x, std::size_t ldx, const T*
 }
 
 // Runs panel.template operator()<A>() with A = Ahead where the machine gains from software
-// requests of rows ahead, else with A = 0 (Zen 5's prefetchers; machine.hpp). Asked once per
-// work item; a plan without requests compiles one panel.
+// requests of rows ahead, else with A = 0 (Zen 5's prefetchers, and Intel cores': an Intel Xeon
+// VM read float 4096^2 at 1.03-1.04x its read with them, 1.00-1.01x without; machine.hpp). Asked
+// once per work item; a plan without requests compiles one panel.
 template <std::size_t Ahead, class Panel>
 inline void with_weight_requests(const Panel& panel) {
     if constexpr (Ahead > 0)
-        if (!amd_zen5_or_later()) return panel.template operator()<Ahead>();
+        if (!amd_zen5_or_later() && !intel_core()) return panel.template operator()<Ahead>();
     panel.template operator()<0>();
 }
 
