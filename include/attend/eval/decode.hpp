@@ -763,9 +763,9 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 // Whether one query over a float cache from DRAM (decode_by_key) takes the tile stages without
 // requests, reading its K rows and then its V rows in runs of 2048 keys, one memory stream at a
 // time: on Intel cores when g++ compiles this (an Intel Xeon VM, 32 x 1 heads over 4000 keys,
-// bench/decode: g++ 1.32-1.73x the read -> 1.15-1.41x; tiles of 256 keys, or with requests,
-// 1.3-1.6x). clang++'s stream requesting rows ahead read it at 1.15-1.28x, its runs at 1.14-1.35x
-// (docs/performance.md, 2026-11-30 afternoon). Elsewhere the stream, or key by key when the live
+// bench/decode: g++ 1.25-1.73x the read -> 1.15-1.46x; tiles with requests 1.29-1.62x). clang++'s
+// stream requesting rows ahead read it at 1.15-1.28x, its runs at 1.14-1.35x (docs/performance.md,
+// 2026-11-30 afternoon). Elsewhere the stream, or key by key when the live
 // keys fill the L3 (Zen 5 measured those; the runs are unmeasured there).
 inline bool key_runs() noexcept { return intel_core() && !compiled_by_clang; }
 
