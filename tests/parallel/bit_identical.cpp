@@ -210,6 +210,18 @@ int main() {
         auto s = attend::matmul(*dq, attend::transpose(k1)) * 0.125f;
         return attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, 1, 4, 5000>() >= 4321, -INFINITY)), v1);
     });
+    {  // One query over a float cache of 64 MiB, from DRAM (on Intel cores in g++ builds: tiles of
+       // 2048 keys requesting nothing), its keys split across the threads at tile boundaries.
+        auto q1 = std::make_unique<tensor<float, 1, 1, 128>>();
+        auto bk = std::make_unique<tensor<float, 1, 65536, 128>>(), bv = std::make_unique<tensor<float, 1, 65536, 128>>();
+        fill(*q1, 24);
+        fill(*bk, 25);
+        fill(*bv, 26);
+        ok &= close_enough<tensor<float, 1, 1, 128>>("decode, one query from DRAM, split across threads", 1e-5, [&] {
+            auto s = attend::matmul(*q1, attend::transpose(*bk)) * 0.088f;
+            return attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, 1, 1, 65536>() >= 60001, -INFINITY)), *bv);
+        });
+    }
     {  // inside the user's OpenMP region it runs serially and unsplit: a one-thread run's bits
         auto decode = [&] {
             auto s = attend::matmul(*dq, attend::transpose(k1)) * 0.125f;
