@@ -8,7 +8,9 @@
 //   softmax: per query a running max and sum (the prefill nest's exp2 units);
 //   P V:     O = alpha O + P V_tile, V rows read whole and in order, in place (16-bit widened).
 // One or two queries run every stage per W-key block with the outputs in registers
-// (decode_stream; one query over live keys that fill the L3 goes key by key: decode_per_key);
+// (decode_stream; one query over live keys that fill the L3 goes key by key: decode_per_key;
+// one query over a float cache from DRAM on Intel cores in g++ builds takes the tile stages over
+// tiles of 2048 keys: key_runs);
 // more run the stages tile by tile, in groups of queries (with bf16 Q and K where the OS grants
 // AMX tiles, the scores on tiles: amx_decode_scores).
 // Key tiles the score tree's masks rule out (j >= len, causal, j >= lens) are never touched. When
