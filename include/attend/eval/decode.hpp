@@ -761,8 +761,9 @@ inline bool decode_from_dram(const Kt&, const Vl&) noexcept {
 // stream from DRAM in a g++ build (key_runs), else BN (a larger tile would pack more rows of an
 // expression on the stack; clang++'s stream over such tiles read 32 x 1 heads at 1.22-1.39x the
 // read, over tiles of 256 at 1.09-1.25x, 6 rounds).
+inline constexpr bool key_runs_built = !compiled_by_clang;  // (the builds that may take key_runs)
 template <class G, class F, class Kt, class Vl, std::size_t NQ, std::size_t D>
-inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, D> && !compiled_by_clang ? G::run_BN : G::BN;
+inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, D> && key_runs_built ? G::run_BN : G::BN;
 
 // Whether one query over a float cache from DRAM (decode_by_key) takes the tile stages without
 // requests, reading its K rows and then its V rows in runs of 2048 keys, one memory stream at a
@@ -771,7 +772,7 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 // stream requesting rows ahead read it at 1.15-1.28x, its runs at 1.14-1.35x (docs/performance.md,
 // 2026-11-30 afternoon). Elsewhere the stream, or key by key when the live
 // keys fill the L3 (Zen 5 measured those; the runs are unmeasured there).
-inline bool key_runs() noexcept { return intel_core() && !compiled_by_clang; }
+inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
 
 // Whether one query over a cache of F in place (decode_by_key) goes key by key: when the cache
 // streams from DRAM (`ahead`) and the keys the masks leave fill the L3 — when the tree's scores

@@ -144,7 +144,7 @@ std::string explain(const E& e) {
                  " keys, scores, softmax and outputs in registers, K and V rows read in turn (every row once); keys split "
                  "across threads when there are fewer batch indices than threads\n";
         else if constexpr (MM::M <= DT::max_queries)
-            s += "  decode nest: all " + std::to_string(MM::M) + " queries against each key tile of " + std::to_string(std::min(detail::decode_tile_keys<DT, F, std::remove_cvref_t<decltype(MM::b)>, std::remove_cvref_t<decltype(A::b)>, MM::M, MM::K>, MM::N)) +
+            s += "  decode nest: all " + std::to_string(MM::M) + " queries against each key tile of " + std::to_string(std::min(DT::BN, MM::N)) +
                  " (every K and V row read once), lanes along the head dimension; keys split across threads when there are "
                  "fewer batch indices than threads\n";
         else
