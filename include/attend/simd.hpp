@@ -651,13 +651,63 @@ template <class B, std::size_t D>
 inline constexpr bool pair_rows = has_bf16_pair_dot && is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 16 &&
                                   D % 32 == 0;
 
+// Whether dot_block takes two keys at a time against NQ queries read from L1 (dot_key_pairs):
+// float rows longer than the registers hold, on 16-register targets with 8 lanes (AVX2), where
+// a query's vectors held in registers spilled and each query re-read the tile's K rows from L2.
+template <class B, class F, class T, std::size_t NQ, std::size_t D>
+inline constexpr bool key_pair_rows = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<F, float> &&
+                                      std::is_same_v<std::remove_cv_t<T>, float> && lanes<B> == 8 && vector_registers<> < 32 &&
+                                      NQ >= 2 && NQ <= 4 && D % 8 == 0 && NQ * D / 8 > 16;
+#if defined(__AVX__)
+// dot_block on key_pair_rows: per column vector, NQ query vectors loaded once for two key
+// vectors (2 NQ sums, NQ + 2 registers: six loads to eight FMAs at four queries, where a key
+// held against queries folded into the FMAs takes five to four); each pair's sums halved at once
+// (pair_sum) and the block's four halves summed by reduce_add_8's last steps. Ahead > 0: the
+// rows Ahead keys on are asked for as it goes, every other line (the line beside comes with it;
+// each line asked for cost more than it gained: Zen 3, 8 x 4 heads over 1000 keys in L3, 237
+// against 270 µs).
+template <std::size_t NQ, std::size_t D, std::size_t Ahead, class B, class After>
+__attribute__((always_inline)) inline void dot_key_pairs(const float* q, const float* k, std::size_t ldk, B (&s)[NQ],
+                                                         After&& after_row) noexcept {
+    __m256 half[NQ][4];
+    for (std::size_t g = 0; g < 8; g += 2) {
+        __m256 acc[NQ][2];
+        for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
+        const float* k0 = k + g * ldk;
+        const float* k1 = k0 + ldk;
+        for (std::size_t d = 0; d < D; d += 8) {
+            __m256 qv[NQ];
+            for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
+            const __m256 a = _mm256_loadu_ps(k0 + d), b = _mm256_loadu_ps(k1 + d);
+            if constexpr (Ahead > 0)
+                if (d % 16 == 0) __builtin_prefetch(k0 + (Ahead + 2 * d / D) * ldk + 2 * d % D, 0, 3);
+            for (std::size_t i = 0; i < NQ; ++i) {
+                acc[i][0] = _mm256_fmadd_ps(qv[i], a, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(qv[i], b, acc[i][1]);
+            }
+        }
+        after_row(g);
+        after_row(g + 1);
+        for (std::size_t i = 0; i < NQ; ++i) half[i][g / 2] = pair_sum(acc[i][0], acc[i][1]);
+    }
+    for (std::size_t i = 0; i < NQ; ++i) {
+        const __m256 x = quad_sum(half[i][0], half[i][1]), y = quad_sum(half[i][2], half[i][3]);
+        s[i] = _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31));
+    }
+}
+#endif
+
 // With bf16 queries (F = bf16) the products run as pair dot products (pair_rows).
-template <std::size_t NQ, std::size_t D, bool Split = false, bool Unroll = false, class B, class F, class T, class After = no_row_work>
+template <std::size_t NQ, std::size_t D, bool Split = false, bool Unroll = false, std::size_t Ahead = 0, class B, class F, class T,
+          class After = no_row_work>
 __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std::size_t ldk, B (&s)[NQ],
                                                      After&& after_row = {}) noexcept {
     // G keys at a time, each key's row read whole before the next (Zen 5 streamed K at half the
     // speed when a tile's rows were read interleaved): NQ x G accumulators, a key vector, and the
     // queries in registers when they fit.
+#if defined(__AVX__)
+    if constexpr (!Split && key_pair_rows<B, F, T, NQ, D>) return dot_key_pairs<NQ, D, Ahead>(q, k, ldk, s, after_row);
+#endif
     using V = value_t<B>;
     constexpr bool pairs = std::is_same_v<F, bf16>;
     static_assert(!pairs || (pair_rows<B, D> && std::is_same_v<std::remove_cv_t<T>, bf16> && !Split),

@@ -380,10 +380,13 @@ BOOST_AUTO_TEST_CASE(decode_every_query_count_cache_lengths_and_causal_chunks) {
 // remainder; also where the value width differs from the key width. With 32 registers, three or
 // more queries of 96 or 128 values take the scores in groups of up to four (queries from L1; 6:
 // four and two), and 4 x 64, 8 x 96 and 8 x 128 values take P V in column parts (1, 3 and 4
-// passes).
+// passes). With 16 registers (AVX2), two to four queries of 128 values (and four of 64) take the
+// scores two keys at a time and P V in column parts over chunks of keys (2 x 128: 4 parts; 3 and
+// 4 x 128: 8; 4 x 64: 4), 5 and 6 queries a group of four and one of one or two.
 BOOST_AUTO_TEST_CASE(decode_whole_vector_heads) {
     check_decode<1, 32, 32>();
     check_decode<2, 64, 64>();
+    check_decode<2, 128, 128>();
     check_decode<1, 128, 128>();
     check_decode<2, 16, 48>();
     check_decode<3, 128, 128>();

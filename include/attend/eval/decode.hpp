@@ -270,11 +270,15 @@ inline constexpr std::size_t query_groups = (NQ + query_group<B, Width> - 1) / q
 // with g++, 0.96-0.98x with clang++; 8 x 8 heads 0.75x with either; in L3 level. Keys read as
 // even and odd elements (Split, a bf16 cache) take four a pass with g++ only (8 x 4 heads over
 // 8000 keys, bench/decode: 979-999 -> 943-962 µs; a harness ran clang++'s 1.15-1.18x slower).
-// bf16 queries (pair products, Q) keep query_group, as do targets with 16 registers.
+// bf16 queries (pair products, Q) keep query_group.
+// With 16 registers (AVX2), float rows take up to four queries a pass as well, two keys at a
+// time (simd::key_pair_rows), where one query a pass spilled its row and re-read K from L2.
 template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
-inline constexpr std::size_t score_group = simd::vector_registers<> >= 32 && (!Split || !compiled_by_clang) &&
-                                                   !std::is_same_v<std::remove_cv_t<Q>, bf16> &&
-                                                   Width / simd::lanes<B> > 4 && NQ > query_group<B, Width>
+inline constexpr bool four_queries_a_pass = simd::vector_registers<> >= 32
+                                                ? (!Split || !compiled_by_clang) && !std::is_same_v<std::remove_cv_t<Q>, bf16>
+                                                : !Split && std::is_same_v<std::remove_cv_t<Q>, float>;
+template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
+inline constexpr std::size_t score_group = four_queries_a_pass<B, Width, NQ, Split, Q> && Width / simd::lanes<B> > 4 && NQ > query_group<B, Width>
                                                ? std::min<std::size_t>(NQ, 4)
                                                : query_group<B, Width>;
 template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
@@ -283,11 +287,17 @@ inline constexpr std::size_t score_groups = (NQ + score_group<B, Width, NQ, Spli
 // columns (two vectors or more) whose sums fill 16 registers, when that takes no more passes
 // than query groups. Each V line then comes from memory once for all queries (Zen 5, 8 x 4
 // heads over a bf16 cache of 8000 keys: 0.86-0.95x the time with either compiler); with three
-// queries (12 sums) it was slower than groups of 2 and 1. Only with 32 registers; 0: groups.
+// queries (12 sums) it was slower than groups of 2 and 1. With 16 registers (AVX2): two to four
+// queries over parts whose sums fill 8 registers, where a group of one query a pass read each V
+// row from L2 once a query and spilled its 16 sums. 0: groups.
 template <class B, std::size_t DV, std::size_t NQ>
 inline constexpr std::size_t pv_column_parts = [] {
     constexpr std::size_t NV = DV / simd::lanes<B>;
-    if (simd::vector_registers<> < 32 || NV == 0 || NQ <= query_group<B, DV> || NQ * NV % 16 != 0) return std::size_t{0};
+    if constexpr (simd::vector_registers<> < 32) {
+        constexpr std::size_t cols = 8 / std::bit_ceil(std::clamp<std::size_t>(NQ, 2, 8));  // (NQ past 4: 1, no parts)
+        return NQ >= 2 && cols >= 2 && NV > cols && NV % cols == 0 ? NV / cols : std::size_t{0};
+    }
+    if (NV == 0 || NQ <= query_group<B, DV> || NQ * NV % 16 != 0) return std::size_t{0};
     const std::size_t parts = std::max<std::size_t>(NQ * NV / 16, 1);
     return NV % parts == 0 && parts <= NV / 2 && parts <= query_groups<B, DV, NQ> ? parts : std::size_t{0};
 }();
@@ -331,6 +341,14 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
     stage(no_rows_ahead{});
 }
 
+// Keys ahead of the one being read whose rows the 16-register stages ask for when the cache is in
+// L3 (and so requests nothing from DRAM): the scores' key pairs their whole rows, the P V column
+// parts their lines (8 x 4 heads over 1000 keys, Zen 3: 430 -> 237 µs with the two stages'
+// 16-register shapes; docs/performance.md).
+inline constexpr std::size_t rows_in_l3_ahead = 16;
+// Keys per chunk of the 16-register P V stage's column parts (decode_pv_rows).
+inline constexpr std::size_t pv_chunk_keys = 16;
+
 // Whether the scores stage unrolls a block's rows (sums in registers) also while it requests
 // rows ahead from DRAM: on Intel cores, where it was faster (an Intel Xeon VM, 8 x 4 heads over a
 // float cache of 8000 keys, bench/decode: g++ 2852-2863 -> 2719-2733 µs, clang++ 2750-2777 ->
@@ -362,7 +380,7 @@ __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::si
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
                 constexpr std::size_t n = std::min(QG, NQ - G * QG);
-                simd::dot_block<n, D, Split, true>(q + G * QG * D, rows, ld, *reinterpret_cast<B(*)[n]>(sc + G * QG));
+                simd::dot_block<n, D, Split, true, rows_in_l3_ahead>(q + G * QG * D, rows, ld, *reinterpret_cast<B(*)[n]>(sc + G * QG));
             };
             (group.template operator()<I>(), ...);
         }(std::make_index_sequence<groups>{});
@@ -394,7 +412,7 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
             auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
                 constexpr std::size_t rows = std::min(QG, NQ - G * QG);
                 auto request = [&](std::size_t r) __attribute__((always_inline)) { k_next.template request<D>(G * KB + jb + r); };
-                simd::dot_block<rows, D, Split, cached || Unroll>(q + G * QG * D, k + jb * ldk, ldk,
+                simd::dot_block<rows, D, Split, cached || Unroll, cached ? rows_in_l3_ahead : 0>(q + G * QG * D, k + jb * ldk, ldk,
                                                                   *reinterpret_cast<B(*)[rows]>(sc + G * QG), request);
             };
             (group.template operator()<I>(), ...);
@@ -414,20 +432,31 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
     // (Whole: the tile's KB keys as a constant trip count, which a bound read at run time made
     // 4-5 % slower from DRAM)
     // Queries i0 .. i0 + Rows over output columns c0 .. c0 + Cols vectors; `share`: the pass's
-    // number among the tile's passes (its share of the next tile's V rows to request).
-    auto pass = [&]<std::size_t Rows, std::size_t Cols, bool Whole>(std::size_t i0, std::size_t c0, std::size_t share) {
+    // number among the tile's passes (its share of the next tile's V rows to request). Chunk > 0:
+    // keys [j0, j0 + Chunk) only, scaled by alpha when j0 is 0.
+    auto pass = [&]<std::size_t Rows, std::size_t Cols, bool Whole, std::size_t Chunk = 0>(std::size_t i0, std::size_t c0, std::size_t share,
+                                                                                          std::size_t j0 = 0) {
         // (locals, not the captures: g++ reloaded them after every key). When the cache is in L3
         // (no requests), V held in registers for the rows' FMAs, not loaded again for each: 8 x 4
         // heads over 1000 keys, g++ 131.6 -> 119 µs; from DRAM untested beyond a level probe.
         const std::size_t n = Whole ? KB : live, ld = ldv;
+        const std::size_t jb = Chunk > 0 ? j0 : 0, je = Chunk > 0 ? std::min(n, j0 + Chunk) : n;
         const T* vr = v + c0;
         const F* pr = pt + i0 * BN;
         const Ahead ahead = v_next;
-        constexpr bool hold = Rows > 1 && simd::vector_registers<> >= 32 && std::is_same_v<Ahead, no_rows_ahead>;
+        constexpr bool hold = Rows > 1 && (simd::vector_registers<> >= 32 ? std::is_same_v<Ahead, no_rows_ahead> : Rows * Cols <= 8);
+        // Chunks of a V tile in L3 (no requests) ask for the next chunk's rows as they go: the
+        // even passes each the first line of their part (with parts of a line: every other line,
+        // the line beside comes with it).
+        constexpr bool from_l3 = Chunk > 0 && std::is_same_v<Ahead, no_rows_ahead>;
+        const bool ask = from_l3 && share % 2 == 0;
         B acc[Rows][Cols];
         for (std::size_t r = 0; r < Rows; ++r)
-            for (std::size_t c = 0; c < Cols; ++c) acc[r][c] = B::load_unaligned(o + (i0 + r) * DV + c0 + c * W) * B(alpha[i0 + r]);
-        for (std::size_t j = 0; j < n; ++j) {
+            for (std::size_t c = 0; c < Cols; ++c) {
+                acc[r][c] = B::load_unaligned(o + (i0 + r) * DV + c0 + c * W);
+                if (Chunk == 0 || jb == 0) acc[r][c] *= B(alpha[i0 + r]);
+            }
+        for (std::size_t j = jb; j < je; ++j) {
             B vv[Cols];
             for (std::size_t c = 0; c < Cols; ++c) {
                 vv[c] = simd::load<B>(vr + j * ld + c * W);
@@ -439,12 +468,21 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
             }
             simd::keep_memory_order();  // V row by row (clang interleaved them)
             ahead.template request<DV>(share * KB + j);
+            if constexpr (from_l3)
+                if (ask) __builtin_prefetch(vr + (j + Chunk) * ld, 0, 3);
         }
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < Cols; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c0 + c * W);
     };
     auto groups = [&]<bool Whole>() {
-        if constexpr (constexpr std::size_t P = pv_column_parts<B, DV, NQ>; P > 0) {
+        if constexpr (constexpr std::size_t P = pv_column_parts<B, DV, NQ>; P > 0 && simd::vector_registers<> < 32) {
+            // 16 registers: every part over a chunk of keys before the next chunk, so that a chunk's
+            // rows are read whole at once (a part over the tile read a line a row, a row apart, and
+            // the prefetchers fell behind)
+            constexpr std::size_t C = pv_chunk_keys;
+            for (std::size_t j0 = 0; j0 < (Whole ? KB : live); j0 += C)
+                for (std::size_t p = 0; p < P; ++p) pass.template operator()<NQ, NV / P, Whole, C>(0, p * (NV / P) * W, p, j0);
+        } else if constexpr (P > 0) {
             for (std::size_t p = 0; p < P; ++p) pass.template operator()<NQ, NV / P, Whole>(0, p * (NV / P) * W, p);
         } else {
             std::size_t i0 = 0;
