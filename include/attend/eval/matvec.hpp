@@ -410,10 +410,18 @@ __attribute__((noinline)) void axpy_groups(const F* x, std::size_t ldx, const T*
 // Runs panel.template operator()<A>() with A = Ahead where the machine gains from software
 // requests of rows ahead, else with A = 0 (Zen 5's prefetchers, and Intel cores': an Intel Xeon
 // VM read float 4096^2 at 1.03-1.04x its read with them, 1.00-1.01x without; machine.hpp). Asked
-// once per work item; a plan without requests compiles one panel.
+// once per work item; a plan without requests compiles one panel. x86 builds with 16 registers
+// (AVX2) make none: on Zen 3, 4096^2 from DRAM, float 1.53-1.61x the read -> 1.10-1.15x, bf16
+// 1.29-1.31x -> 0.96-0.98x (docs/performance.md, 2026-11-30 evening); Zen 4 measured them with
+// AVX-512.
+#if defined(__x86_64__) || defined(__i386__)
+inline constexpr bool weight_requests_built = simd::vector_registers<> >= 32;
+#else
+inline constexpr bool weight_requests_built = true;
+#endif
 template <std::size_t Ahead, class Panel>
 inline void with_weight_requests(const Panel& panel) {
-    if constexpr (Ahead > 0)
+    if constexpr (Ahead > 0 && weight_requests_built)
         if (!amd_zen5_or_later() && !intel_core()) return panel.template operator()<Ahead>();
     panel.template operator()<0>();
 }
