@@ -658,7 +658,7 @@ template <class B, class F, class T, std::size_t NQ, std::size_t D>
 inline constexpr bool key_pair_rows = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<F, float> &&
                                       std::is_same_v<std::remove_cv_t<T>, float> && lanes<B> == 8 && vector_registers<> < 32 &&
                                       NQ >= 2 && NQ <= 4 && D % 8 == 0 && NQ * D / 8 > 16;
-#if defined(__AVX__)
+#if defined(__AVX__) && defined(__FMA__)
 // dot_block on key_pair_rows: per column vector, NQ query vectors loaded once for two key
 // vectors (2 NQ sums, NQ + 2 registers: six loads to eight FMAs at four queries, where a key
 // held against queries folded into the FMAs takes five to four); each pair's sums halved at once
@@ -705,7 +705,7 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
     // G keys at a time, each key's row read whole before the next (Zen 5 streamed K at half the
     // speed when a tile's rows were read interleaved): NQ x G accumulators, a key vector, and the
     // queries in registers when they fit.
-#if defined(__AVX__)
+#if defined(__AVX__) && defined(__FMA__)
     if constexpr (!Split && key_pair_rows<B, F, T, NQ, D>) return dot_key_pairs<NQ, D, Ahead>(q, k, ldk, s, after_row);
 #endif
     using V = value_t<B>;
