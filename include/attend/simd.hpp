@@ -538,10 +538,13 @@ inline __m256 reduce_add_4(const __m256* a) noexcept {
     const __m256 q = quad_sum(pair_sum(a[0], a[1]), pair_sum(a[2], a[3]));
     return _mm256_add_ps(q, _mm256_permute2f128_ps(q, q, 0x01));
 }
-inline __m256 reduce_add_8(const __m256* a) noexcept {
-    const __m256 x = quad_sum(pair_sum(a[0], a[1]), pair_sum(a[2], a[3]));
-    const __m256 y = quad_sum(pair_sum(a[4], a[5]), pair_sum(a[6], a[7]));
+// Four pair_sum halves of rows (0, 1), (2, 3), (4, 5), (6, 7) as one vector of the eight sums.
+inline __m256 sum_halves(__m256 h0, __m256 h1, __m256 h2, __m256 h3) noexcept {
+    const __m256 x = quad_sum(h0, h1), y = quad_sum(h2, h3);
     return _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31));
+}
+inline __m256 reduce_add_8(const __m256* a) noexcept {
+    return sum_halves(pair_sum(a[0], a[1]), pair_sum(a[2], a[3]), pair_sum(a[4], a[5]), pair_sum(a[6], a[7]));
 }
 #endif
 
@@ -651,50 +654,88 @@ template <class B, std::size_t D>
 inline constexpr bool pair_rows = has_bf16_pair_dot && is_batch<B> && std::is_same_v<value_t<B>, float> && lanes<B> == 16 &&
                                   D % 32 == 0;
 
+// Whether AVX and FMA are compiled (the intrinsics of two_key_dots).
+#if defined(__AVX__) && defined(__FMA__)
+inline constexpr bool avx_fma_built = true;
+#else
+inline constexpr bool avx_fma_built = false;
+#endif
 // Whether dot_block takes two keys at a time against NQ queries read from L1 (dot_key_pairs):
 // float rows longer than the registers hold, on 16-register targets with 8 lanes (AVX2), where
 // a query's vectors held in registers spilled and each query re-read the tile's K rows from L2.
 template <class B, class F, class T, std::size_t NQ, std::size_t D>
 inline constexpr bool key_pair_rows = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<F, float> &&
                                       std::is_same_v<std::remove_cv_t<T>, float> && lanes<B> == 8 && vector_registers<> < 32 &&
-                                      NQ >= 2 && NQ <= 4 && D % 8 == 0 && NQ * D / 8 > 16;
+                                      NQ >= 2 && NQ <= 4 && D % 8 == 0 && NQ * D / 8 > 16 && avx_fma_built;
 #if defined(__AVX__) && defined(__FMA__)
-// dot_block on key_pair_rows: per column vector, NQ query vectors loaded once for two key
-// vectors (2 NQ sums, NQ + 2 registers: six loads to eight FMAs at four queries, where a key
-// held against queries folded into the FMAs takes five to four); each pair's sums halved at once
-// (pair_sum) and the block's four halves summed by reduce_add_8's last steps. Ahead > 0: the
-// rows Ahead keys on are asked for as it goes, every other line (the line beside comes with it;
-// each line asked for cost more than it gained: Zen 3, 8 x 4 heads over 1000 keys in L3, 237
-// against 270 µs).
+// The NQ queries' dot products with rows k0 and k1, per column vector the query vectors loaded
+// once for both rows (2 NQ sums, NQ + 2 registers: six loads to eight FMAs at four queries, where
+// a key held against queries folded into the FMAs takes five to four), each pair of sums halved
+// at once (pair_sum). Ahead > 0: the rows Ahead and Ahead + 1 past k0 are asked for as it goes,
+// every other line (the line beside comes with it; each line asked for cost more than it gained:
+// Zen 3, 8 x 4 heads over 1000 keys in L3, 237 against 270 µs).
+template <std::size_t NQ, std::size_t D, std::size_t Ahead = 0>
+__attribute__((always_inline)) inline void two_key_dots(const float* q, const float* k0, const float* k1, std::size_t ldk,
+                                                        __m256 (&halves)[NQ]) noexcept {
+    __m256 acc[NQ][2];
+    for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
+    for (std::size_t d = 0; d < D; d += 8) {
+        __m256 qv[NQ];
+        for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
+        const __m256 a = _mm256_loadu_ps(k0 + d), b = _mm256_loadu_ps(k1 + d);
+        if constexpr (Ahead > 0)
+            if (d % 16 == 0) __builtin_prefetch(k0 + (Ahead + 2 * d / D) * ldk + 2 * d % D, 0, 3);
+        for (std::size_t i = 0; i < NQ; ++i) {
+            acc[i][0] = _mm256_fmadd_ps(qv[i], a, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(qv[i], b, acc[i][1]);
+        }
+    }
+    for (std::size_t i = 0; i < NQ; ++i) halves[i] = pair_sum(acc[i][0], acc[i][1]);
+}
+
+// dot_block on key_pair_rows: the block's rows two at a time (two_key_dots), the four halves
+// summed as reduce_add_8 sums them (sum_halves).
 template <std::size_t NQ, std::size_t D, std::size_t Ahead, class B, class After>
 __attribute__((always_inline)) inline void dot_key_pairs(const float* q, const float* k, std::size_t ldk, B (&s)[NQ],
                                                          After&& after_row) noexcept {
-    __m256 half[NQ][4];
+    __m256 half[4][NQ];
     for (std::size_t g = 0; g < 8; g += 2) {
-        __m256 acc[NQ][2];
-        for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
-        const float* k0 = k + g * ldk;
-        const float* k1 = k0 + ldk;
-        for (std::size_t d = 0; d < D; d += 8) {
-            __m256 qv[NQ];
-            for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
-            const __m256 a = _mm256_loadu_ps(k0 + d), b = _mm256_loadu_ps(k1 + d);
-            if constexpr (Ahead > 0)
-                if (d % 16 == 0) __builtin_prefetch(k0 + (Ahead + 2 * d / D) * ldk + 2 * d % D, 0, 3);
-            for (std::size_t i = 0; i < NQ; ++i) {
-                acc[i][0] = _mm256_fmadd_ps(qv[i], a, acc[i][0]);
-                acc[i][1] = _mm256_fmadd_ps(qv[i], b, acc[i][1]);
-            }
-        }
+        two_key_dots<NQ, D, Ahead>(q, k + g * ldk, k + (g + 1) * ldk, ldk, half[g / 2]);
         after_row(g);
         after_row(g + 1);
-        for (std::size_t i = 0; i < NQ; ++i) half[i][g / 2] = pair_sum(acc[i][0], acc[i][1]);
+    }
+    for (std::size_t i = 0; i < NQ; ++i) s[i] = sum_halves(half[0][i], half[1][i], half[2][i], half[3][i]);
+}
+
+// Two blocks of 8 keys, a and b (rows ldk apart), against NQ queries as pairs (a_g, b_g): the
+// blocks lie apart (a tile's halves), so that K is read as two ascending streams the prefetchers
+// follow, where pairs of neighbouring rows read 0, 8, 1, 9, ... lines of a page were not
+// followed (Zen 3, DRAM: a stand-alone loop of such pairs took 2x the time of one over halves).
+// after_row(r): a's row r, then b's (r + 8).
+template <std::size_t NQ, std::size_t D, class B, class After>
+__attribute__((always_inline)) inline void dot_key_halves(const float* q, const float* ka, const float* kb, std::size_t ldk, B (&sa)[NQ],
+                                                          B (&sb)[NQ], After&& after_row) noexcept {
+    __m256 four[2][NQ];  // per four rows: a's sums in lanes 0-3, b's in 4-7
+    for (std::size_t h = 0; h < 2; ++h) {
+        __m256 half[4][NQ];
+        for (std::size_t g = 0; g < 4; ++g) {
+            two_key_dots<NQ, D>(q, ka + (4 * h + g) * ldk, kb + (4 * h + g) * ldk, ldk, half[g]);
+            after_row(4 * h + g);
+            after_row(8 + 4 * h + g);
+        }
+        for (std::size_t i = 0; i < NQ; ++i)  // lanes a b a b ...: a's four, then b's
+            four[h][i] = _mm256_permutevar8x32_ps(sum_halves(half[0][i], half[1][i], half[2][i], half[3][i]),
+                                                  _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
     }
     for (std::size_t i = 0; i < NQ; ++i) {
-        const __m256 x = quad_sum(half[i][0], half[i][1]), y = quad_sum(half[i][2], half[i][3]);
-        s[i] = _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31));
+        sa[i] = _mm256_permute2f128_ps(four[0][i], four[1][i], 0x20);
+        sb[i] = _mm256_permute2f128_ps(four[0][i], four[1][i], 0x31);
     }
 }
+#else
+// (declared for the decode stages' discarded branches; never called: key_pair_rows is false)
+template <std::size_t NQ, std::size_t D, class B, class After>
+void dot_key_halves(const float*, const float*, const float*, std::size_t, B (&)[NQ], B (&)[NQ], After&&) noexcept;
 #endif
 
 // With bf16 queries (F = bf16) the products run as pair dot products (pair_rows).
