@@ -745,18 +745,21 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
 // the block's softmax: 1.05-1.2x slower from DRAM, 1.5-1.7x faster in cache; docs/performance.md,
 // 2026-11-27 night). The online softmax runs in vector lanes, every lane holding m, l and the
 // probability: no call to a scalar exp, so the outputs stay in registers. Keys the tree masks
-// (-inf) take no part; only the first n keys are read.
+// (-inf) take no part; only the first n keys are read. Halves: the keys of [0, h) and [h, n) in
+// turn (per_key_halves), K and V read as four ascending streams, not two.
 template <class B, std::size_t D, std::size_t DV, class F, class Tree, std::size_t Rs>
 __attribute__((always_inline)) inline void decode_per_key(const F* q, const F* k, std::size_t ldk, const F* v, std::size_t ldv,
                                                           const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
-                                                          const decode_state<F, 1, DV>& s, std::size_t n) noexcept {
+                                                          const decode_state<F, 1, DV>& s, std::size_t n, bool halves) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QV = D / W, NV = DV / W;
     static_assert(D % W == 0 && DV % W == 0);
     constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
     B qr[QV], o[NV], m(s.m[0]), l(s.l[0]);
     for (std::size_t d = 0; d < QV; ++d) qr[d] = B::load_unaligned(q + d * W);
     for (std::size_t c = 0; c < NV; ++c) o[c] = B::load_unaligned(s.o + c * W);
-    for (std::size_t j = 0; j < n; ++j) {
+    const std::size_t h = halves ? (n + 1) / 2 : n;
+    for (std::size_t x = 0; x < n; ++x) {
+        const std::size_t j = halves ? x / 2 + x % 2 * h : x;
         B a0(F(0)), a1(F(0));  // two chains of FMAs
         for (std::size_t d = 0; d + 1 < QV; d += 2)
             a0 = simd::fma(qr[d], simd::load<B>(k + j * ldk + d * W), a0), a1 = simd::fma(qr[d + 1], simd::load<B>(k + j * ldk + (d + 1) * W), a1);
@@ -836,6 +839,12 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 // 2026-11-30 afternoon). Elsewhere the stream, or key by key when the live
 // keys fill the L3 (Zen 5 measured those; the runs are unmeasured there).
 inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
+
+// Whether one query key by key (decode_per_key) takes a tile's halves in turn: on AMD cores
+// before Zen 5 and unknown ones, where a tile's K and V read as four streams, not two, kept the
+// memory busier (Zen 3, 32 x 1 heads over 4000 keys, harness: g++ 6.29 -> 5.62 ms, clang++ 6.13
+// -> 5.75; four quarters: 6.10 and 5.79). Zen 5 and Intel cores are unmeasured: they keep the order.
+inline bool per_key_halves() noexcept { return !amd_zen5_or_later() && !intel_core(); }
 
 // Whether one query over a cache of F in place (decode_by_key) goes key by key: when the cache
 // streams from DRAM (`ahead`) and the keys the masks leave fill the L3 — when the tree's scores
@@ -931,6 +940,7 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         else return false;
     }();
     const bool runs = may_by_key && ahead && key_runs();  // the tile stages, requesting nothing
+    [[maybe_unused]] const bool halves = may_by_key && per_key_halves();
     // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
     // Only the first `live` take part in P V (live < kb: a tile the masks cut).
     auto visit = [&]<std::size_t KB>(std::size_t j0, const auto& t, std::size_t kb, std::size_t live) {
@@ -946,7 +956,7 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
             if (!runs) {
                 const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
                 if constexpr (may_by_key)
-                    if (by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
+                    if (by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live), halves);
                 if constexpr (may_ahead && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
                     if (ahead && (amd_zen5_or_later() || intel_core()))
                         return decode_stream<B, NQ, KB, BN, D, DV, G::stream_ahead>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live, NK - j0);
