@@ -733,7 +733,9 @@ __attribute__((always_inline)) inline void dot_key_halves(const float* q, const 
     }
 }
 #else
-// (declared for the decode stages' discarded branches; never called: key_pair_rows is false)
+// (declared for discarded branches; never called: key_pair_rows is false)
+template <std::size_t NQ, std::size_t D, std::size_t Ahead, class B, class After>
+void dot_key_pairs(const float*, const float*, std::size_t, B (&)[NQ], After&&) noexcept;
 template <std::size_t NQ, std::size_t D, class B, class After>
 void dot_key_halves(const float*, const float*, const float*, std::size_t, B (&)[NQ], B (&)[NQ], After&&) noexcept;
 #endif
@@ -746,9 +748,7 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
     // G keys at a time, each key's row read whole before the next (Zen 5 streamed K at half the
     // speed when a tile's rows were read interleaved): NQ x G accumulators, a key vector, and the
     // queries in registers when they fit.
-#if defined(__AVX__) && defined(__FMA__)
     if constexpr (!Split && key_pair_rows<B, F, T, NQ, D>) return dot_key_pairs<NQ, D, Ahead>(q, k, ldk, s, after_row);
-#endif
     using V = value_t<B>;
     constexpr bool pairs = std::is_same_v<F, bf16>;
     static_assert(!pairs || (pair_rows<B, D> && std::is_same_v<std::remove_cv_t<T>, bf16> && !Split),

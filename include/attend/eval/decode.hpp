@@ -359,6 +359,12 @@ inline bool scores_unrolled() noexcept { return intel_core(); }
 template <std::size_t D, class Q>
 inline constexpr std::size_t query_width = std::is_same_v<Q, bf16> ? D / 2 : D;
 
+// f.template operator()<G>() for each group G of a stage's query groups, in order.
+template <std::size_t Groups, class Fn>
+__attribute__((always_inline)) inline void each_group(Fn&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (f.template operator()<I>(), ...); }(std::make_index_sequence<Groups>{});
+}
+
 // decode_scores for a tile the masks cut at `live` (once a step, out of line: inlined beside the
 // whole-tile loop it slowed that loop with clang++): the key rows from `live` on are never read,
 // the block holding `live` is scored from a copy of its live rows (cut_block), the blocks after
@@ -377,13 +383,10 @@ __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::si
         const bool cut = jb + W > live;
         const T* rows = cut ? cut_block<W, D>(k + jb * ldk, ldk, live - jb, pad) : k + jb * ldk;
         const std::size_t ld = cut ? D : ldk;
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-            auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
-                constexpr std::size_t n = std::min(QG, NQ - G * QG);
-                simd::dot_block<n, D, Split, true, rows_in_l3_ahead>(q + G * QG * D, rows, ld, *reinterpret_cast<B(*)[n]>(sc + G * QG));
-            };
-            (group.template operator()<I>(), ...);
-        }(std::make_index_sequence<groups>{});
+        each_group<groups>([&]<std::size_t G>() __attribute__((always_inline)) {
+            constexpr std::size_t n = std::min(QG, NQ - G * QG);
+            simd::dot_block<n, D, Split, true, rows_in_l3_ahead>(q + G * QG * D, rows, ld, *reinterpret_cast<B(*)[n]>(sc + G * QG));
+        });
         for (std::size_t i = 0; i < NQ; ++i) sc[i].store_aligned(st + i * BN + jb);
     }
 }
@@ -412,32 +415,26 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
         // (simd::dot_key_halves), two ascending streams the prefetchers follow
         for (std::size_t jb = 0; jb < KB / 2; jb += W) {
             B sa[NQ], sb[NQ];
-            [&]<std::size_t... I>(std::index_sequence<I...>) {
-                auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
-                    constexpr std::size_t rows = std::min(QG, NQ - G * QG);
-                    auto request = [&](std::size_t r) __attribute__((always_inline)) {
-                        k_next.template request<D>(G * KB + jb + r % W + r / W * (KB / 2));
-                    };
-                    simd::dot_key_halves<rows, D>(q + G * QG * D, k + jb * ldk, k + (jb + KB / 2) * ldk, ldk,
-                                                  *reinterpret_cast<B(*)[rows]>(sa + G * QG), *reinterpret_cast<B(*)[rows]>(sb + G * QG), request);
+            each_group<groups>([&]<std::size_t G>() __attribute__((always_inline)) {
+                constexpr std::size_t rows = std::min(QG, NQ - G * QG);
+                auto request = [&](std::size_t r) __attribute__((always_inline)) {
+                    k_next.template request<D>(G * KB + jb + r % W + r / W * (KB / 2));
                 };
-                (group.template operator()<I>(), ...);
-            }(std::make_index_sequence<groups>{});
+                simd::dot_key_halves<rows, D>(q + G * QG * D, k + jb * ldk, k + (jb + KB / 2) * ldk, ldk,
+                                              *reinterpret_cast<B(*)[rows]>(sa + G * QG), *reinterpret_cast<B(*)[rows]>(sb + G * QG), request);
+            });
             for (std::size_t i = 0; i < NQ; ++i) sa[i].store_aligned(st + i * BN + jb), sb[i].store_aligned(st + i * BN + jb + KB / 2);
         }
         return;
     }
     for (std::size_t jb = 0; jb < KB; jb += W) {  // (a constant trip count: a bound read at run time was slower from DRAM)
         B sc[NQ];
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-            auto group = [&]<std::size_t G>() __attribute__((always_inline)) {
-                constexpr std::size_t rows = std::min(QG, NQ - G * QG);
-                auto request = [&](std::size_t r) __attribute__((always_inline)) { k_next.template request<D>(G * KB + jb + r); };
-                simd::dot_block<rows, D, Split, cached || Unroll, cached ? rows_in_l3_ahead : 0>(q + G * QG * D, k + jb * ldk, ldk,
-                                                                  *reinterpret_cast<B(*)[rows]>(sc + G * QG), request);
-            };
-            (group.template operator()<I>(), ...);
-        }(std::make_index_sequence<groups>{});
+        each_group<groups>([&]<std::size_t G>() __attribute__((always_inline)) {
+            constexpr std::size_t rows = std::min(QG, NQ - G * QG);
+            auto request = [&](std::size_t r) __attribute__((always_inline)) { k_next.template request<D>(G * KB + jb + r); };
+            simd::dot_block<rows, D, Split, cached || Unroll, cached ? rows_in_l3_ahead : 0>(q + G * QG * D, k + jb * ldk, ldk,
+                                                                                              *reinterpret_cast<B(*)[rows]>(sc + G * QG), request);
+        });
         for (std::size_t i = 0; i < NQ; ++i) sc[i].store_aligned(st + i * BN + jb);
     }
 }
