@@ -283,20 +283,15 @@ inline constexpr std::size_t score_group = four_queries_a_pass<B, Width, NQ, Spl
                                                : query_group<B, Width>;
 template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
 inline constexpr std::size_t score_groups = (NQ + score_group<B, Width, NQ, Split, Q> - 1) / score_group<B, Width, NQ, Split, Q>;
-// Column parts of the P V stage's passes: every query at once over a part of the output
-// columns (two vectors or more) whose sums fill 16 registers, when that takes no more passes
-// than query groups. Each V line then comes from memory once for all queries (Zen 5, 8 x 4
+// Column parts of the 32-register P V stage's passes: every query at once over a part of the
+// output columns (two vectors or more) whose sums fill 16 registers, when that takes no more
+// passes than query groups. Each V line then comes from memory once for all queries (Zen 5, 8 x 4
 // heads over a bf16 cache of 8000 keys: 0.86-0.95x the time with either compiler); with three
-// queries (12 sums) it was slower than groups of 2 and 1. With 16 registers (AVX2): two to four
-// queries over parts whose sums fill 8 registers, where a group of one query a pass read each V
-// row from L2 once a query and spilled its 16 sums. 0: groups.
+// queries (12 sums) it was slower than groups of 2 and 1. 0: groups. (16 registers take
+// decode_pv_streams.)
 template <class B, std::size_t DV, std::size_t NQ>
 inline constexpr std::size_t pv_column_parts = [] {
     constexpr std::size_t NV = DV / simd::lanes<B>;
-    if constexpr (simd::vector_registers<> < 32) {
-        constexpr std::size_t cols = 8 / std::bit_ceil(std::clamp<std::size_t>(NQ, 2, 8));  // (NQ past 4: 1, no parts)
-        return NQ >= 2 && cols >= 2 && NV > cols && NV % cols == 0 ? NV / cols : std::size_t{0};
-    }
     if (NV == 0 || NQ <= query_group<B, DV> || NQ * NV % 16 != 0) return std::size_t{0};
     const std::size_t parts = std::max<std::size_t>(NQ * NV / 16, 1);
     return NV % parts == 0 && parts <= NV / 2 && parts <= query_groups<B, DV, NQ> ? parts : std::size_t{0};
@@ -341,13 +336,10 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
     stage(no_rows_ahead{});
 }
 
-// Keys ahead of the one being read whose rows the 16-register stages ask for when the cache is in
-// L3 (and so requests nothing from DRAM): the scores' key pairs their whole rows, the P V column
-// parts their lines (8 x 4 heads over 1000 keys, Zen 3: 430 -> 237 µs with the two stages'
-// 16-register shapes; docs/performance.md).
+// Keys ahead of the one being read whose rows the 16-register scores ask for when the cache is in
+// L3 (and so requests nothing from DRAM): the key pairs their whole rows (8 x 4 heads over 1000
+// keys, Zen 3: 430 -> 237 µs with the two stages' 16-register shapes; docs/performance.md).
 inline constexpr std::size_t rows_in_l3_ahead = 16;
-// Keys per chunk of the 16-register P V stage's column parts (decode_pv_rows).
-inline constexpr std::size_t pv_chunk_keys = 16;
 
 // Whether the scores stage unrolls a block's rows (sums in registers) also while it requests
 // rows ahead from DRAM: on Intel cores, where it was faster (an Intel Xeon VM, 8 x 4 heads over a
@@ -439,43 +431,81 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
     }
 }
 
-// O = alpha O + P V_tile for groups of queries whose outputs fill 16 registers, each V row read
-// whole and in order (a memory stream the prefetcher follows; the next group finds it in L2), or
-// for all queries over column parts (pv_column_parts: each pass reads its part of every row, in
-// order). The passes request the next tile's V rows, each its share. Only the first `live` keys
-// take part (a tile the masks cut: the rows past them may hold anything, and 0 x NaN is NaN).
+// O = alpha O + P V_tile with 16 registers: queries in groups of up to four (pv_group_queries),
+// each group over keys j, H + j and 2H + j at once (H a third of the live keys: pv_streams), whole
+// V rows, three ascending streams the hardware prefetchers follow; the group's outputs stay in
+// L1, each vector loaded, updated by the three keys and stored. It replaced column parts with
+// their sums in registers, which read a line a row and left V to software requests (Zen 3, 8 x 4
+// heads over 8000 keys: 0.73x the time with g++, 0.76x with clang++; over 1000 in L3 0.89x and
+// 0.85x; docs/performance.md). Only the first `live` keys take part (a tile the masks cut: the rows past
+// them may hold anything, and 0 x NaN is NaN).
+inline constexpr std::size_t pv_streams = 3;
+inline constexpr std::size_t pv_group_queries = 4;
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, class F, class T>
+inline void decode_pv_streams(const F* pt, const T* v, std::size_t ldv, const F* alpha, F* o, std::size_t live) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, NV = DV / W, S = pv_streams;
+    // Queries i0 .. i0 + R; Whole: the tile's KB keys as a constant trip count (a bound read at
+    // run time was 4-5 % slower from DRAM in the stage this replaced)
+    auto group = [&]<std::size_t R, bool Whole>(std::size_t i0) {
+        F* const out = o + i0 * DV;  // (locals, not the captures: g++ reloaded them after every store)
+        const F* const pr = pt + i0 * BN;
+        const std::size_t n = Whole ? KB : live, ld = ldv, H = n / S;
+        for (std::size_t i = 0; i < R; ++i)
+            for (std::size_t c = 0; c < NV; ++c) (B::load_unaligned(out + i * DV + c * W) * B(alpha[i0 + i])).store_unaligned(out + i * DV + c * W);
+        // Keys j, j + step, .. (K of them) into the outputs
+        auto keys = [&]<std::size_t K>(std::size_t j, std::size_t step) __attribute__((always_inline)) {
+            B p[K][R];
+            for (std::size_t k = 0; k < K; ++k)
+                for (std::size_t i = 0; i < R; ++i) p[k][i] = B(pr[i * BN + j + k * step]);
+            for (std::size_t c = 0; c < NV; ++c) {
+                B x[K];
+                for (std::size_t k = 0; k < K; ++k) x[k] = simd::load<B>(v + (j + k * step) * ld + c * W);
+                for (std::size_t i = 0; i < R; ++i) {
+                    F* const oi = out + i * DV + c * W;
+                    B t = simd::fma(p[0][i], x[0], B::load_unaligned(oi));
+                    for (std::size_t k = 1; k < K; ++k) t = simd::fma(p[k][i], x[k], t);
+                    t.store_unaligned(oi);
+                }
+            }
+        };
+        for (std::size_t j = 0; j < H; ++j) keys.template operator()<S>(j, H);
+        for (std::size_t j = S * H; j < n; ++j) keys.template operator()<1>(j, 0);
+    };
+    constexpr std::size_t groups = (NQ + pv_group_queries - 1) / pv_group_queries, R0 = NQ / groups, extra = NQ % groups;
+    auto all = [&]<bool Whole>() {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (group.template operator()<R0 + (I < extra), Whole>(I * R0 + std::min(I, extra)), ...);
+        }(std::make_index_sequence<groups>{});
+    };
+    if (live == KB) all.template operator()<true>();
+    else all.template operator()<false>();
+}
+
+// O = alpha O + P V_tile with 32 registers for groups of queries whose outputs fill 16 registers,
+// each V row read whole and in order (a memory stream the prefetcher follows; the next group
+// finds it in L2), or for all queries over column parts (pv_column_parts: each pass reads its part
+// of every row, in order). The passes request the next tile's V rows, each its share. Only the
+// first `live` keys take part (as in decode_pv_streams).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t DV, std::size_t D, class F, class T, class Ahead>
 inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* alpha, F* o, Ahead v_next, std::size_t live) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NV = DV / W, QG = query_group<B, DV>;
     // (Whole: the tile's KB keys as a constant trip count, which a bound read at run time made
     // 4-5 % slower from DRAM)
     // Queries i0 .. i0 + Rows over output columns c0 .. c0 + Cols vectors; `share`: the pass's
-    // number among the tile's passes (its share of the next tile's V rows to request). Chunk > 0:
-    // keys [j0, j0 + Chunk) only, scaled by alpha when j0 is 0; the passes then request the next
-    // tile's V lines in ascending order, as the chunks read theirs.
-    auto pass = [&]<std::size_t Rows, std::size_t Cols, bool Whole, std::size_t Chunk = 0>(std::size_t i0, std::size_t c0, std::size_t share,
-                                                                                          std::size_t j0 = 0) {
+    // number among the tile's passes (its share of the next tile's V rows to request).
+    auto pass = [&]<std::size_t Rows, std::size_t Cols, bool Whole>(std::size_t i0, std::size_t c0, std::size_t share) {
         // (locals, not the captures: g++ reloaded them after every key). When the cache is in L3
         // (no requests), V held in registers for the rows' FMAs, not loaded again for each: 8 x 4
         // heads over 1000 keys, g++ 131.6 -> 119 µs; from DRAM untested beyond a level probe.
         const std::size_t n = Whole ? KB : live, ld = ldv;
-        const std::size_t jb = Chunk > 0 ? j0 : 0, je = Chunk > 0 ? std::min(n, j0 + Chunk) : n;
         const T* vr = v + c0;
         const F* pr = pt + i0 * BN;
         const Ahead ahead = v_next;
-        constexpr bool hold = Rows > 1 && (simd::vector_registers<> >= 32 ? std::is_same_v<Ahead, no_rows_ahead> : Rows * Cols <= 8);
-        // Chunks of a V tile in L3 (no requests) ask for the next chunk's rows as they go: the
-        // even passes each the first line of their part (with parts of a line: every other line,
-        // the line beside comes with it).
-        constexpr bool from_l3 = Chunk > 0 && std::is_same_v<Ahead, no_rows_ahead>;
-        const bool ask = from_l3 && share % 2 == 0;
+        constexpr bool hold = Rows > 1 && std::is_same_v<Ahead, no_rows_ahead>;
         B acc[Rows][Cols];
         for (std::size_t r = 0; r < Rows; ++r)
-            for (std::size_t c = 0; c < Cols; ++c) {
-                acc[r][c] = B::load_unaligned(o + (i0 + r) * DV + c0 + c * W);
-                if (Chunk == 0 || jb == 0) acc[r][c] *= B(alpha[i0 + r]);
-            }
-        for (std::size_t j = jb; j < je; ++j) {
+            for (std::size_t c = 0; c < Cols; ++c) acc[r][c] = B::load_unaligned(o + (i0 + r) * DV + c0 + c * W) * B(alpha[i0 + r]);
+        for (std::size_t j = 0; j < n; ++j) {
             B vv[Cols];
             for (std::size_t c = 0; c < Cols; ++c) {
                 vv[c] = simd::load<B>(vr + j * ld + c * W);
@@ -486,25 +516,13 @@ inline void decode_pv_rows(const F* pt, const T* v, std::size_t ldv, const F* al
                 for (std::size_t c = 0; c < Cols; ++c) acc[r][c] = simd::fma(pj, vv[c], acc[r][c]);
             }
             simd::keep_memory_order();  // V row by row (clang interleaved them)
-            if constexpr (Chunk > 0)  // (one ascending stream, not a stream a pass: 0.94-0.96x the time on Zen 3)
-                ahead.template request<DV>((j / Chunk * pv_passes<B, DV, NQ> + share) * Chunk + j % Chunk);
-            else
-                ahead.template request<DV>(share * KB + j);
-            if constexpr (from_l3)
-                if (ask) __builtin_prefetch(vr + (j + Chunk) * ld, 0, 3);
+            ahead.template request<DV>(share * KB + j);
         }
         for (std::size_t r = 0; r < Rows; ++r)
             for (std::size_t c = 0; c < Cols; ++c) acc[r][c].store_unaligned(o + (i0 + r) * DV + c0 + c * W);
     };
     auto groups = [&]<bool Whole>() {
-        if constexpr (constexpr std::size_t P = pv_column_parts<B, DV, NQ>; P > 0 && simd::vector_registers<> < 32) {
-            // 16 registers: every part over a chunk of keys before the next chunk, so that a chunk's
-            // rows are read whole at once (a part over the tile read a line a row, a row apart, and
-            // the prefetchers fell behind)
-            constexpr std::size_t C = pv_chunk_keys;
-            for (std::size_t j0 = 0; j0 < (Whole ? KB : live); j0 += C)
-                for (std::size_t p = 0; p < P; ++p) pass.template operator()<NQ, NV / P, Whole, C>(0, p * (NV / P) * W, p, j0);
-        } else if constexpr (P > 0) {
+        if constexpr (constexpr std::size_t P = pv_column_parts<B, DV, NQ>; P > 0) {
             for (std::size_t p = 0; p < P; ++p) pass.template operator()<NQ, NV / P, Whole>(0, p * (NV / P) * W, p);
         } else {
             std::size_t i0 = 0;
@@ -986,6 +1004,8 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
                 decode_pv_pairs<B, NQ, KB, BN, DV>(ppairs, vr, ldv, alpha, s.o, v_next, live);
             });
         }
+        else if constexpr (v_blocks && simd::vector_registers<> < 32)
+            decode_pv_streams<B, NQ, KB, BN, DV>(st, vr, ldv, alpha, s.o, live);
         else if constexpr (v_blocks)
             with_rows_ahead<false, F, may_ahead, pv_passes<B, DV, NQ>>(v, ob, j0 + KB, next_whole, [&, vr = vr, ldv = ldv](auto v_next) {
                 decode_pv_rows<B, NQ, KB, BN, DV, D>(st, vr, ldv, alpha, s.o, v_next, live);
