@@ -661,33 +661,50 @@ inline constexpr bool avx_fma_built = true;
 inline constexpr bool avx_fma_built = false;
 #endif
 // Whether dot_block takes two keys at a time against NQ queries read from L1 (dot_key_pairs):
-// float rows longer than the registers hold, on 16-register targets with 8 lanes (AVX2), where
-// a query's vectors held in registers spilled and each query re-read the tile's K rows from L2.
+// rows longer than the registers hold, on 16-register targets with 8 lanes (AVX2), where a
+// query's vectors held in registers spilled and each query re-read the tile's K rows from L2.
+// Float rows, or bf16 rows read as their even and odd elements (dot_block's Split; queries split
+// the same way).
 template <class B, class F, class T, std::size_t NQ, std::size_t D>
 inline constexpr bool key_pair_rows = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<F, float> &&
-                                      std::is_same_v<std::remove_cv_t<T>, float> && lanes<B> == 8 && vector_registers<> < 32 &&
-                                      NQ >= 2 && NQ <= 4 && D % 8 == 0 && NQ * D / 8 > 16 && avx_fma_built;
+                                      (std::is_same_v<std::remove_cv_t<T>, float> || (std::is_same_v<std::remove_cv_t<T>, bf16> && D % 16 == 0)) &&
+                                      lanes<B> == 8 && vector_registers<> < 32 && NQ >= 2 && NQ <= 4 && D % 8 == 0 && NQ * D / 8 > 16 &&
+                                      avx_fma_built;
 #if defined(__AVX__) && defined(__FMA__)
 // The NQ queries' dot products with rows k0 and k1, per column vector the query vectors loaded
 // once for both rows (2 NQ sums, NQ + 2 registers: six loads to eight FMAs at four queries, where
 // a key held against queries folded into the FMAs takes five to four), each pair of sums halved
-// at once (pair_sum). Ahead > 0: the rows Ahead and Ahead + 1 past k0 are asked for as it goes,
-// every other line (the line beside comes with it; each line asked for cost more than it gained:
-// Zen 3, 8 x 4 heads over 1000 keys in L3, 237 against 270 µs).
-template <std::size_t NQ, std::size_t D, std::size_t Ahead = 0>
-__attribute__((always_inline)) inline void two_key_dots(const float* q, const float* k0, const float* k1, std::size_t ldk,
+// at once (pair_sum). bf16 rows: 16 elements at a time as even and odd lanes (widen_even_odd),
+// against the query's even values at d / 2 and odd ones at D / 2 + d / 2. Ahead > 0: the rows
+// Ahead and Ahead + 1 past k0 are asked for as it goes, every other float line (the line beside
+// comes with it; each line asked for cost more than it gained: Zen 3, 8 x 4 heads over 1000 keys
+// in L3, 237 against 270 µs), every bf16 line.
+template <std::size_t NQ, std::size_t D, std::size_t Ahead = 0, class T>
+__attribute__((always_inline)) inline void two_key_dots(const float* q, const T* k0, const T* k1, std::size_t ldk,
                                                         __m256 (&halves)[NQ]) noexcept {
     __m256 acc[NQ][2];
     for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
     for (std::size_t d = 0; d < D; d += 8) {
-        __m256 qv[NQ];
-        for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
-        const __m256 a = _mm256_loadu_ps(k0 + d), b = _mm256_loadu_ps(k1 + d);
         if constexpr (Ahead > 0)
             if (d % 16 == 0) __builtin_prefetch(k0 + (Ahead + 2 * d / D) * ldk + 2 * d % D, 0, 3);
-        for (std::size_t i = 0; i < NQ; ++i) {
-            acc[i][0] = _mm256_fmadd_ps(qv[i], a, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(qv[i], b, acc[i][1]);
+        if constexpr (std::is_same_v<T, float>) {
+            __m256 qv[NQ];
+            for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
+            const __m256 a = _mm256_loadu_ps(k0 + d), b = _mm256_loadu_ps(k1 + d);
+            for (std::size_t i = 0; i < NQ; ++i) {
+                acc[i][0] = _mm256_fmadd_ps(qv[i], a, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(qv[i], b, acc[i][1]);
+            }
+        } else if (d % 16 == 0) {
+            using F8 = xsimd::batch<float, xsimd::avx2>;
+            F8 ae, ao, be, bo;
+            widen_even_odd<true>(k0 + d, ae, ao);
+            widen_even_odd<true>(k1 + d, be, bo);
+            for (std::size_t i = 0; i < NQ; ++i) {
+                const __m256 qe = _mm256_loadu_ps(q + i * D + d / 2), qo = _mm256_loadu_ps(q + i * D + D / 2 + d / 2);
+                acc[i][0] = _mm256_fmadd_ps(qo, ao, _mm256_fmadd_ps(qe, ae, acc[i][0]));
+                acc[i][1] = _mm256_fmadd_ps(qo, bo, _mm256_fmadd_ps(qe, be, acc[i][1]));
+            }
         }
     }
     for (std::size_t i = 0; i < NQ; ++i) halves[i] = pair_sum(acc[i][0], acc[i][1]);
@@ -695,8 +712,8 @@ __attribute__((always_inline)) inline void two_key_dots(const float* q, const fl
 
 // dot_block on key_pair_rows: the block's rows two at a time (two_key_dots), the four halves
 // summed as reduce_add_8 sums them (sum_halves).
-template <std::size_t NQ, std::size_t D, std::size_t Ahead, class B, class After>
-__attribute__((always_inline)) inline void dot_key_pairs(const float* q, const float* k, std::size_t ldk, B (&s)[NQ],
+template <std::size_t NQ, std::size_t D, std::size_t Ahead, class B, class T, class After>
+__attribute__((always_inline)) inline void dot_key_pairs(const float* q, const T* k, std::size_t ldk, B (&s)[NQ],
                                                          After&& after_row) noexcept {
     __m256 half[4][NQ];
     for (std::size_t g = 0; g < 8; g += 2) {
@@ -712,8 +729,8 @@ __attribute__((always_inline)) inline void dot_key_pairs(const float* q, const f
 // follow, where pairs of neighbouring rows read 0, 8, 1, 9, ... lines of a page were not
 // followed (Zen 3, DRAM: a stand-alone loop of such pairs took 2x the time of one over halves).
 // after_row(r): a's row r, then b's (r + 8).
-template <std::size_t NQ, std::size_t D, class B, class After>
-__attribute__((always_inline)) inline void dot_key_halves(const float* q, const float* ka, const float* kb, std::size_t ldk, B (&sa)[NQ],
+template <std::size_t NQ, std::size_t D, class B, class T, class After>
+__attribute__((always_inline)) inline void dot_key_halves(const float* q, const T* ka, const T* kb, std::size_t ldk, B (&sa)[NQ],
                                                           B (&sb)[NQ], After&& after_row) noexcept {
     __m256 four[2][NQ];  // per four rows: a's sums in lanes 0-3, b's in 4-7
     for (std::size_t h = 0; h < 2; ++h) {
@@ -734,10 +751,10 @@ __attribute__((always_inline)) inline void dot_key_halves(const float* q, const 
 }
 #else
 // (declared for discarded branches; never called: key_pair_rows is false)
-template <std::size_t NQ, std::size_t D, std::size_t Ahead, class B, class After>
-void dot_key_pairs(const float*, const float*, std::size_t, B (&)[NQ], After&&) noexcept;
-template <std::size_t NQ, std::size_t D, class B, class After>
-void dot_key_halves(const float*, const float*, const float*, std::size_t, B (&)[NQ], B (&)[NQ], After&&) noexcept;
+template <std::size_t NQ, std::size_t D, std::size_t Ahead, class B, class T, class After>
+void dot_key_pairs(const float*, const T*, std::size_t, B (&)[NQ], After&&) noexcept;
+template <std::size_t NQ, std::size_t D, class B, class T, class After>
+void dot_key_halves(const float*, const T*, const T*, std::size_t, B (&)[NQ], B (&)[NQ], After&&) noexcept;
 #endif
 
 // With bf16 queries (F = bf16) the products run as pair dot products (pair_rows).
@@ -748,7 +765,8 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
     // G keys at a time, each key's row read whole before the next (Zen 5 streamed K at half the
     // speed when a tile's rows were read interleaved): NQ x G accumulators, a key vector, and the
     // queries in registers when they fit.
-    if constexpr (!Split && key_pair_rows<B, F, T, NQ, D>) return dot_key_pairs<NQ, D, Ahead>(q, k, ldk, s, after_row);
+    if constexpr (Split == std::is_same_v<std::remove_cv_t<T>, bf16> && key_pair_rows<B, F, T, NQ, D>)
+        return dot_key_pairs<NQ, D, Ahead>(q, k, ldk, s, after_row);
     using V = value_t<B>;
     constexpr bool pairs = std::is_same_v<F, bf16>;
     static_assert(!pairs || (pair_rows<B, D> && std::is_same_v<std::remove_cv_t<T>, bf16> && !Split),

@@ -1098,9 +1098,10 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
     check_decode_16<bf16, f16, bf16, 2, 2, 500, 64>(104);
     // Five queries (the whole-row stages, a group of two twice and one), 16-bit rows read in place.
     check_decode_16<float, bf16, f16, 2, 5, 1000, 128>(107);
-    // A bf16 V with 3+ queries (the whole-row stages: query groups of two and a last group of
-    // one, or with 32 registers four queries over two column parts; value widths of 2, 4 and 8
-    // vectors), held to the float bound: P stays float in decode.
+    // A bf16 V with 3+ queries (the whole-row stages: with 16 registers four queries a pass over
+    // bf16 key rows as even and odd elements, P V over three keys at a time; with 32 registers
+    // query groups of two and a last group of one, or four queries over two column parts; value
+    // widths of 2, 4 and 8 vectors), held to the float bound: P stays float in decode.
     check_decode_16<float, bf16, bf16, 2, 4, 1000, 128>(110);
     check_decode_16<float, f16, bf16, 3, 3, 700, 64>(113);
     // One query over a bf16 cache of 64 MB (the stream from DRAM, requesting rows ahead on Zen 5;
