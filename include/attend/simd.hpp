@@ -749,12 +749,54 @@ __attribute__((always_inline)) inline void dot_key_halves(const float* q, const 
         sb[i] = _mm256_permute2f128_ps(four[0][i], four[1][i], 0x31);
     }
 }
+// Whether one or two queries can take four keys at a time from a tile's quarters
+// (dot_key_quarters): float rows of whole 16-element parts on 16-register targets with 8 lanes.
+template <class B, class F, class T, std::size_t NQ, std::size_t D>
+inline constexpr bool key_quarter_rows = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<F, float> &&
+                                         std::is_same_v<std::remove_cv_t<T>, float> && lanes<B> == 8 && vector_registers<> < 32 &&
+                                         (NQ == 1 || NQ == 2) && D % 16 == 0;
+// One or two queries against four blocks of 8 keys a quarter of a tile apart (the rows r,
+// h + r, 2h + r and 3h + r past k, r < 8): four ascending streams, which the hardware prefetchers
+// follow from DRAM without requests. Each key's sums in two chains of FMAs (one query: the row's
+// even and odd vectors; two: a chain a query), stored once a row and summed 8 rows at a time
+// (reduce_add_8). s[t][i]: quarter t's 8 scores for query i.
+template <std::size_t NQ, std::size_t D, class B>
+__attribute__((always_inline)) inline void dot_key_quarters(const float* q, const float* k, std::size_t ldk, std::size_t h,
+                                                            B (&s)[4][NQ]) noexcept {
+    alignas(32) float sums[4][NQ][8][8];
+    for (std::size_t r = 0; r < 8; ++r) {
+        __m256 acc[4][2];
+        for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
+        for (std::size_t d = 0; d < D; d += 8) {
+            __m256 qv[NQ];
+            for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
+            for (std::size_t t = 0; t < 4; ++t) {
+                const __m256 kv = _mm256_loadu_ps(k + (r + t * h) * ldk + d);
+                if constexpr (NQ == 1) acc[t][d / 8 % 2] = _mm256_fmadd_ps(qv[0], kv, acc[t][d / 8 % 2]);
+                else
+                    for (std::size_t i = 0; i < NQ; ++i) acc[t][i] = _mm256_fmadd_ps(qv[i], kv, acc[t][i]);
+            }
+        }
+        for (std::size_t t = 0; t < 4; ++t)
+            for (std::size_t i = 0; i < NQ; ++i) _mm256_store_ps(sums[t][i][r], NQ == 1 ? _mm256_add_ps(acc[t][0], acc[t][1]) : acc[t][i]);
+    }
+    for (std::size_t t = 0; t < 4; ++t)
+        for (std::size_t i = 0; i < NQ; ++i) {
+            __m256 rows[8];
+            for (std::size_t r = 0; r < 8; ++r) rows[r] = _mm256_load_ps(sums[t][i][r]);
+            s[t][i] = reduce_add_8(rows);
+        }
+}
 #else
 // (declared for discarded branches; never called: key_pair_rows is false)
 template <std::size_t NQ, std::size_t D, std::size_t Ahead, class B, class T, class After>
 void dot_key_pairs(const float*, const T*, std::size_t, B (&)[NQ], After&&) noexcept;
 template <std::size_t NQ, std::size_t D, class B, class T, class After>
 void dot_key_halves(const float*, const T*, const T*, std::size_t, B (&)[NQ], B (&)[NQ], After&&) noexcept;
+template <class B, class F, class T, std::size_t NQ, std::size_t D>
+inline constexpr bool key_quarter_rows = false;
+template <std::size_t NQ, std::size_t D, class B>
+void dot_key_quarters(const float*, const float*, std::size_t, std::size_t, B (&)[4][NQ]) noexcept;
 #endif
 
 // With bf16 queries (F = bf16) the products run as pair dot products (pair_rows).

@@ -325,6 +325,12 @@ struct no_rows_ahead {
     template <std::size_t Cols>
     void request(std::size_t) const noexcept {}
 };
+// A stage reading from DRAM without requests: streams the hardware prefetchers follow
+// (decode_scores' quarters in the runs).
+struct dram_streams {
+    template <std::size_t Cols>
+    void request(std::size_t) const noexcept {}
+};
 // stage(rows_ahead of x's rows r0 ..) when `want` and x is memory read in place, else
 // stage(no_rows_ahead); with May false, only the latter is compiled.
 template <bool Transposed, class F, bool May, std::size_t Parts = 1, class X, std::size_t R, class Stage>
@@ -404,6 +410,20 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
     constexpr bool cached = std::is_same_v<Ahead, no_rows_ahead>;  // (no requests: the cache is in L3, or the last tile)
     if (live < KB) return decode_scores_cut<B, NQ, KB, BN, D, Split>(q, k, ldk, st, live);
     constexpr std::size_t last_rows = NQ - (groups - 1) * QG;
+    if constexpr (!cached && KB % (4 * W) == 0 && simd::key_quarter_rows<B, Q, T, NQ, D>) {
+        // From DRAM, one or two queries with 16 registers: four keys at a time, one from each
+        // quarter of the tile (simd::dot_key_quarters), four ascending streams and no requests
+        // (one query, Zen 3: the stage alone 3.12 -> 2.20 ms over 32 x 4000 keys; with requests of
+        // the next tile the whole step 1.09x slower)
+        constexpr std::size_t H = KB / 4;
+        for (std::size_t jb = 0; jb < H; jb += W) {
+            B s4[4][NQ];
+            simd::dot_key_quarters<NQ, D>(q, k + jb * ldk, ldk, H, s4);
+            for (std::size_t t = 0; t < 4; ++t)
+                for (std::size_t i = 0; i < NQ; ++i) s4[t][i].store_aligned(st + i * BN + jb + t * H);
+        }
+        return;
+    }
     if constexpr (!cached && KB % (2 * W) == 0 && simd::key_pair_rows<B, Q, T, QG, D> && simd::key_pair_rows<B, Q, T, last_rows, D>) {
         // From DRAM with 16 registers: each pair of keys one from either half of the tile
         // (simd::dot_key_halves), two ascending streams the prefetchers follow
@@ -857,6 +877,15 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 // keys fill the L3 (Zen 5 measured those; the runs are unmeasured there).
 inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
 
+// Whether one query over a float cache from DRAM (decode_by_key) with 16 registers takes the
+// tile stages without requests, its scores over the tile's quarters (simd::dot_key_quarters)
+// and P V over its thirds (decode_pv_streams): seven streams the prefetchers follow, where key
+// by key read four. On the cores that take per_key_halves (Zen 3, 32 x 1 heads over 4000 keys,
+// harness: g++ 5583 -> 4520 µs over tiles of 2048 keys, clang++ 5747 -> 4796 over 256; either
+// tile size within the noise with either compiler).
+inline bool per_key_halves() noexcept;
+inline bool quarter_runs() noexcept { return per_key_halves(); }
+
 // Whether one query key by key (decode_per_key) takes a tile's halves in turn: on AMD cores
 // before Zen 5 and unknown ones, where a tile's K and V read as four streams, not two, kept the
 // memory busier (Zen 3, 32 x 1 heads over 4000 keys, harness: g++ 6.29 -> 5.62 ms, clang++ 6.13
@@ -956,7 +985,9 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         if constexpr (may_by_key) return decode_goes_by_key<F, Kt, Vl, NK, BN>(tree_at(cursor), tile_box, ahead);
         else return false;
     }();
-    const bool runs = may_by_key && ahead && key_runs();  // the tile stages, requesting nothing
+    // The tile stages, requesting nothing (key_runs; with 16 registers the quarters: quarter_runs)
+    constexpr bool quarters = may_by_key && simd::key_quarter_rows<B, F, F, 1, D>;
+    const bool runs = may_by_key && ahead && (key_runs() || (quarters && quarter_runs()));
     [[maybe_unused]] const bool halves = may_by_key && per_key_halves();
     // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
     // Only the first `live` take part in P V (live < kb: a tile the masks cut).
@@ -991,6 +1022,8 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
                             k, ldk, qtiles, st, [&](std::size_t f) __attribute__((always_inline)) { k_next.template request<D>(f); });
                 if constexpr (simd::vector_registers<> >= 32 && !std::is_same_v<decltype(k_next), no_rows_ahead>)
                     if (scores_unrolled()) return decode_scores<B, NQ, KB, BN, D, DV, split, true>(qrows, k, ldk, st, k_next, live);
+                if constexpr (quarters)
+                    if (runs) return decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, dram_streams{}, live);
                 decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, k_next, live);
             });
         else {
