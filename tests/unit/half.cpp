@@ -1112,8 +1112,9 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
 // Caches of 32 MiB and more as each core would run them (eval/machine.hpp, taken on any
 // machine): one query's stream requesting its rows ahead (Zen 5 and Intel cores) or not
 // (others); one query over a float cache by tiles of 2048 keys requesting nothing (Intel cores,
-// g++) or the stream; four queries' tile stages requesting the next tile, the scores with a block's
-// rows unrolled (Intel cores) or in a loop, over float and bf16 rows, the same bits either way.
+// g++), by tiles whose scores read their quarters (others, with 16 registers), or the stream;
+// four queries' tile stages requesting the next tile, the scores with a block's rows unrolled
+// (Intel cores) or in a loop, over float and bf16 rows, the same bits either way.
 BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
     using attend::detail::core_kind;
     constexpr std::size_t NF = 4352, NB = 8704;  // 17 and 34 tiles: 34 MiB caches, float and bf16
@@ -1124,6 +1125,7 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
             attend::detail::pretend_core(kind);
             BOOST_TEST(attend::detail::scores_unrolled() == (kind == core_kind::intel));
             BOOST_TEST(attend::detail::key_runs() == (kind == core_kind::intel && !attend::detail::compiled_by_clang));
+            BOOST_TEST(attend::detail::quarter_runs() == (kind == core_kind::other));
             check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
             check_decode_16<float, float, float, 8, 1, NF, 128>(159);  // two tiles of 2048 keys and 256
             auto of = check_decode_16<float, float, float, 8, 4, NF, 128>(153);
