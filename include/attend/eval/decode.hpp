@@ -6,11 +6,12 @@
 //   scores:  S = Q K_tile^T, W keys at a time, each K row read whole and in order;
 //   tree:    the score tree on S with lanes along the keys, its row maxima;
 //   softmax: per query a running max and sum (the prefill nest's exp2 units);
-//   P V:     O = alpha O + P V_tile, V rows read whole and in order, in place (16-bit widened).
+//   P V:     O = alpha O + P V_tile, V rows read whole and in order, in place (16-bit widened);
+//            with 16 registers three rows at a time from the tile's thirds, the outputs in L1.
 // One or two queries run every stage per W-key block with the outputs in registers
 // (decode_stream; one query over live keys that fill the L3 goes key by key: decode_per_key;
 // one query over a float cache from DRAM on Intel cores in g++ builds takes the tile stages over
-// tiles of 2048 keys: key_runs);
+// tiles of 2048 keys: key_runs; with 16 registers on AMD cores before Zen 5 as well: quarter_runs);
 // more run the stages tile by tile, in groups of queries (with bf16 Q and K where the OS grants
 // AMX tiles, the scores on tiles: amx_decode_scores).
 // Key tiles the score tree's masks rule out (j >= len, causal, j >= lens) are never touched. When
