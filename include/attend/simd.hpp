@@ -754,18 +754,25 @@ __attribute__((always_inline)) inline void dot_key_halves(const float* q, const 
     }
 }
 // Whether one or two queries can take four keys at a time from a tile's quarters
-// (dot_key_quarters): float rows of whole 16-element parts on 16-register targets with 8 lanes.
+// (dot_key_quarters): float or bf16 rows (widened in order) of whole 16-element parts on
+// 16-register targets with 8 lanes.
 template <class B, class F, class T, std::size_t NQ, std::size_t D>
 inline constexpr bool key_quarter_rows = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<F, float> &&
-                                         std::is_same_v<std::remove_cv_t<T>, float> && lanes<B> == 8 && vector_registers<> < 32 &&
-                                         (NQ == 1 || NQ == 2) && D % 16 == 0;
+                                         (std::is_same_v<std::remove_cv_t<T>, float> || std::is_same_v<std::remove_cv_t<T>, bf16>) &&
+                                         lanes<B> == 8 && vector_registers<> < 32 && (NQ == 1 || NQ == 2) && D % 16 == 0;
+// Eight elements of a row as floats (bf16: widened in order, its bits shifted into the high half).
+__attribute__((always_inline)) inline __m256 load8(const float* p) noexcept { return _mm256_loadu_ps(p); }
+__attribute__((always_inline)) inline __m256 load8(const bf16* p) noexcept {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
 // One or two queries against four blocks of 8 keys a quarter of a tile apart (the rows r,
 // h + r, 2h + r and 3h + r past k, r < 8): four ascending streams, which the hardware prefetchers
 // follow from DRAM without requests. Each key's sums in two chains of FMAs (one query: the row's
 // even and odd vectors; two: a chain a query), stored once a row and summed 8 rows at a time
 // (reduce_add_8). s[t][i]: quarter t's 8 scores for query i.
-template <std::size_t NQ, std::size_t D, class B>
-__attribute__((always_inline)) inline void dot_key_quarters(const float* q, const float* k, std::size_t ldk, std::size_t h,
+template <std::size_t NQ, std::size_t D, class B, class T>
+__attribute__((always_inline)) inline void dot_key_quarters(const float* q, const T* k, std::size_t ldk, std::size_t h,
                                                             B (&s)[4][NQ]) noexcept {
     alignas(32) float sums[4][NQ][8][8];
     for (std::size_t r = 0; r < 8; ++r) {
@@ -775,7 +782,7 @@ __attribute__((always_inline)) inline void dot_key_quarters(const float* q, cons
             __m256 qv[NQ];
             for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
             for (std::size_t t = 0; t < 4; ++t) {
-                const __m256 kv = _mm256_loadu_ps(k + (r + t * h) * ldk + d);
+                const __m256 kv = load8(k + (r + t * h) * ldk + d);
                 if constexpr (NQ == 1) acc[t][d / 8 % 2] = _mm256_fmadd_ps(qv[0], kv, acc[t][d / 8 % 2]);
                 else
                     for (std::size_t i = 0; i < NQ; ++i) acc[t][i] = _mm256_fmadd_ps(qv[i], kv, acc[t][i]);
@@ -799,8 +806,8 @@ template <std::size_t NQ, std::size_t D, class B, class T, class After>
 void dot_key_halves(const float*, const T*, const T*, std::size_t, B (&)[NQ], B (&)[NQ], After&&) noexcept;
 template <class B, class F, class T, std::size_t NQ, std::size_t D>
 inline constexpr bool key_quarter_rows = false;
-template <std::size_t NQ, std::size_t D, class B>
-void dot_key_quarters(const float*, const float*, std::size_t, std::size_t, B (&)[4][NQ]) noexcept;
+template <std::size_t NQ, std::size_t D, class B, class T>
+void dot_key_quarters(const float*, const T*, std::size_t, std::size_t, B (&)[4][NQ]) noexcept;
 #endif
 
 // With bf16 queries (F = bf16) the products run as pair dot products (pair_rows).

@@ -497,7 +497,7 @@ BOOST_AUTO_TEST_CASE(decode_cache_beyond_l3) {
     check_decode_beyond_l3<4>();
     check_decode_beyond_l3<1>();
     check_decode_beyond_l3<2>();  // the stream, requesting rows ahead on Zen 5
-    check_decode_beyond_l3<8>();  // scores in two groups of four, P V in four column parts
+    check_decode_beyond_l3<8>();  // scores in two groups of four (32 registers: P V in four column parts)
     check_decode_beyond_l3<3>();  // (16 registers: three queries' key pairs from either half of a tile)
     // one query over a cache of more than 1 MiB whose key rows are not whole vectors (d 40, value
     // width 64): the stream, not key by key (which did not compile: found by review)

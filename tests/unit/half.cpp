@@ -906,8 +906,8 @@ public:
 
 // The reference's values of an attention output O over the element types of q, k and v.
 template <class O, class Q, class K, class V>
-void expect_attention(const O& o, const Q& q, const K& k, const V& v, double tol) {
-    attention_reference<Q, K, V> want(q, k, v, false);
+void expect_attention(const O& o, const Q& q, const K& k, const V& v, double tol, std::size_t len = std::size_t(-1)) {
+    attention_reference<Q, K, V> want(q, k, v, false, len);
     ref::expect_all(o, [&](const ref::index& i) { return want(i[0], i[1], i[2]).first; }, tol);
 }
 
@@ -1138,6 +1138,51 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
             }
         }
     }
+    attend::detail::pretend_core(core_kind::automatic);
+}
+
+// One and two queries per KV head over a bf16 cache filled to a run-time length (the rows past
+// it inf and NaN), as cores before Zen 5 run it: one query takes the tile stages without requests
+// where the target has 16 registers (from DRAM, 34 MiB, and in L3, 2 MiB with a last tile of 52
+// keys), its scores over a tile's quarters with the rows widened in order; two take the key pairs
+// over even and odd elements. The result is written over Q itself (the destination on the right).
+namespace {
+template <std::size_t HKV, std::size_t G, std::size_t NMAX>
+void check_bf16_cache_lengths(int seed) {
+    constexpr std::size_t D = 128;
+    using TQ = tensor<float, HKV, G, D>;
+    using TK = tensor<bf16, HKV, NMAX, D>;
+    auto q = std::make_unique<TQ>();
+    auto k = std::make_unique<TK>(), v = std::make_unique<TK>();
+    ref::fill(*q, seed);
+    ref::fill(*k, seed + 1);
+    ref::fill(*v, seed + 2);
+    const auto q0 = std::make_unique<TQ>(*q);
+    for (const std::size_t len : {NMAX - 1, NMAX / 2 + 1, std::size_t(257), std::size_t(256), std::size_t(17), std::size_t(1)}) {
+        BOOST_TEST_CONTEXT("G " << G << ", NMAX " << NMAX << ", len " << len) {
+            for (std::size_t b = 0; b < HKV; ++b)
+                for (std::size_t j = len; j < NMAX; ++j)
+                    for (std::size_t d = 0; d < D; ++d) (*k)(b, j, d) = bf16(INFINITY), (*v)(b, j, d) = bf16(d % 2 ? NAN : -INFINITY);
+            *q = *q0;
+            auto s = attend::matmul(*q, attend::transpose(*k)) * (1 / std::sqrt(float(D)));
+            *q = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= std::int64_t(len), -INFINITY)), *v);
+            expect_attention(*q, *q0, *k, *v, 2e-5, len);
+        }
+    }
+    const std::string how = attend::explain(attend::scaled_dot_product_attention(*q, *k, *v));
+    const bool quarters = G == 1 && attend::simd::key_quarter_rows<B, float, bf16, 1, D>;
+    BOOST_TEST((how.find("quarters") != std::string::npos) == quarters, how);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(decode_bf16_cache_lengths) {
+    using attend::detail::core_kind;
+    attend::detail::pretend_core(core_kind::other);
+    BOOST_TEST(attend::detail::quarter_runs());
+    BOOST_TEST_REQUIRE(2 * 8 * 8448 * 128 * sizeof(bf16) >= attend::detail::request_ahead_bytes());
+    check_bf16_cache_lengths<8, 1, 8448>(170);  // (33 tiles of 256 keys)
+    check_bf16_cache_lengths<8, 2, 8448>(173);
+    check_bf16_cache_lengths<2, 1, 2100>(176);
     attend::detail::pretend_core(core_kind::automatic);
 }
 

@@ -326,9 +326,9 @@ struct no_rows_ahead {
     template <std::size_t Cols>
     void request(std::size_t) const noexcept {}
 };
-// A stage reading from DRAM without requests: streams the hardware prefetchers follow
-// (decode_scores' quarters in the runs).
-struct dram_streams {
+// A stage requesting nothing whose rows are read as streams the hardware prefetchers follow
+// (decode_scores' quarters in the runs: quarter_runs, from DRAM or a bf16 cache in L3).
+struct unrequested_streams {
     template <std::size_t Cols>
     void request(std::size_t) const noexcept {}
 };
@@ -411,11 +411,11 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
     constexpr bool cached = std::is_same_v<Ahead, no_rows_ahead>;  // (no requests: the cache is in L3, or the last tile)
     if (live < KB) return decode_scores_cut<B, NQ, KB, BN, D, Split>(q, k, ldk, st, live);
     constexpr std::size_t last_rows = NQ - (groups - 1) * QG;
-    if constexpr (!cached && KB % (4 * W) == 0 && simd::key_quarter_rows<B, Q, T, NQ, D>) {
-        // From DRAM, one or two queries with 16 registers: four keys at a time, one from each
-        // quarter of the tile (simd::dot_key_quarters), four ascending streams and no requests
-        // (one query, Zen 3: the stage alone 3.12 -> 2.20 ms over 32 x 4000 keys; with requests of
-        // the next tile the whole step 1.09x slower)
+    if constexpr (!cached && !Split && KB % (4 * W) == 0 && simd::key_quarter_rows<B, Q, T, NQ, D>) {
+        // From DRAM (or unrequested_streams), one or two queries with 16 registers: four keys at a
+        // time, one from each quarter of the tile (simd::dot_key_quarters), four ascending streams
+        // and no requests (one query, Zen 3: the stage alone 3.12 -> 2.20 ms over 32 x 4000 keys;
+        // with requests of the next tile the whole step 1.09x slower). bf16 rows widen in order.
         constexpr std::size_t H = KB / 4;
         for (std::size_t jb = 0; jb < H; jb += W) {
             B s4[4][NQ];
@@ -878,20 +878,32 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 // keys fill the L3 (Zen 5 measured those; the runs are unmeasured there).
 inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
 
-// Whether one query over a float cache from DRAM (decode_by_key) with 16 registers takes the
-// tile stages without requests, its scores over the tile's quarters (simd::dot_key_quarters)
-// and P V over its thirds (decode_pv_streams): seven streams the prefetchers follow, where key
-// by key read four. On the cores that take per_key_halves (Zen 3, 32 x 1 heads over 4000 keys,
-// harness: g++ 5583 -> 4520 µs over tiles of 2048 keys, clang++ 5747 -> 4796 over 256; either
-// tile size within the noise with either compiler).
-inline bool per_key_halves() noexcept;
-inline bool quarter_runs() noexcept { return per_key_halves(); }
-
 // Whether one query key by key (decode_per_key) takes a tile's halves in turn: on AMD cores
 // before Zen 5 and unknown ones, where a tile's K and V read as four streams, not two, kept the
 // memory busier (Zen 3, 32 x 1 heads over 4000 keys, harness: g++ 6.29 -> 5.62 ms, clang++ 6.13
 // -> 5.75; four quarters: 6.10 and 5.79). Zen 5 and Intel cores are unmeasured: they keep the order.
 inline bool per_key_halves() noexcept { return !amd_zen5_or_later() && !intel_core(); }
+
+// Whether one query over a cache from DRAM with 16 registers (decode_quarters) takes the tile
+// stages without requests, its scores over the tile's quarters (simd::dot_key_quarters) and P V
+// over its thirds (decode_pv_streams): seven streams the prefetchers follow, where key by key or
+// the stream read four or two. On the cores that take per_key_halves (Zen 3, 32 x 1 heads over
+// 4000 keys, harness: a float cache g++ 5583 -> 4520 µs over tiles of 2048 keys, clang++ 5747 ->
+// 4796 over 256, either tile size within the noise with either compiler; a bf16 cache over tiles
+// of 256, from DRAM and in L3, against the stream: docs/performance.md, 2026-12-01 morning).
+inline bool quarter_runs() noexcept { return per_key_halves(); }
+
+// Whether one query (G::stream) over a cache that may stream from DRAM may take quarter_runs:
+// float K and V in place (decode_by_key), or bf16 rows in place, whose scores widen in order.
+template <class G, class F, class Kt, class Vl, std::size_t NQ, std::size_t D>
+inline constexpr bool decode_quarters = [] {
+    using B = typename G::B;
+    if constexpr (decode_by_key<G, F, Kt, Vl, NQ, D>) return simd::key_quarter_rows<B, F, F, 1, D>;
+    else if constexpr (G::stream && NQ == 1 && decode_may_ahead<F, Kt, Vl> && streamed<Kt, F, 1> && streamed<Vl, F, 0> &&
+                       D % G::W == 0)
+        return simd::key_quarter_rows<B, F, std::remove_cv_t<typename Kt::value_type>, 1, D>;
+    else return false;
+}();
 
 // Whether one query over a cache of F in place (decode_by_key) goes key by key: when the cache
 // streams from DRAM (`ahead`) and the keys the masks leave fill the L3 — when the tree's scores
@@ -986,9 +998,12 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         if constexpr (may_by_key) return decode_goes_by_key<F, Kt, Vl, NK, BN>(tree_at(cursor), tile_box, ahead);
         else return false;
     }();
-    // The tile stages, requesting nothing (key_runs; with 16 registers the quarters: quarter_runs)
-    constexpr bool quarters = may_by_key && simd::key_quarter_rows<B, F, F, 1, D>;
-    const bool runs = may_by_key && ahead && (key_runs() || (quarters && quarter_runs()));
+    // The tile stages, requesting nothing (key_runs; with 16 registers the quarters: quarter_runs,
+    // over a bf16 cache in L3 as well: 32 x 1 heads over 500 keys, Zen 3, harness, g++ 376 -> 282
+    // µs, clang++ 341 -> 267; over 17 keys 23 -> 19. A float cache in L3 keeps the stream: its
+    // tiles of 2048 keys took 28 µs over 17 keys, the stream 22)
+    constexpr bool quarters = decode_quarters<G, F, Kt, Vl, NQ, D>;
+    const bool runs = (ahead && may_by_key && key_runs()) || (quarters && quarter_runs() && (ahead || !may_by_key));
     [[maybe_unused]] const bool halves = may_by_key && per_key_halves();
     // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
     // Only the first `live` take part in P V (live < kb: a tile the masks cut).
@@ -1024,7 +1039,7 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
                 if constexpr (simd::vector_registers<> >= 32 && !std::is_same_v<decltype(k_next), no_rows_ahead>)
                     if (scores_unrolled()) return decode_scores<B, NQ, KB, BN, D, DV, split, true>(qrows, k, ldk, st, k_next, live);
                 if constexpr (quarters)
-                    if (runs) return decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, dram_streams{}, live);
+                    if (runs) return decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, unrequested_streams{}, live);
                 decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, k_next, live);
             });
         else {

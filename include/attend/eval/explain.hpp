@@ -156,6 +156,9 @@ std::string explain(const E& e) {
             s += "  from DRAM: on Intel cores (g++ builds) by tiles of " + std::to_string(DT::run_BN) +
                  " keys, K rows then V rows; with 16 registers on AMD cores before Zen 5 by tiles, scores over the tile's quarters and "
                  "P V over its thirds; elsewhere, when the keys the masks leave fill the L3, key by key, K row, its score, V row\n";
+        else if constexpr (MM::M <= DT::max_queries &&
+                           detail::decode_quarters<DT, F, std::remove_cvref_t<decltype(MM::b)>, std::remove_cvref_t<decltype(A::b)>, MM::M, MM::K>)
+            s += "  on AMD cores before Zen 5 (16 registers): by tiles, scores over the tile's quarters and P V over its thirds\n";
         if constexpr (MM::M > DT::max_queries && G::rest_decodes)
             s += (G::rest == 1 ? std::string("  the last query") : "  the last " + std::to_string(G::rest) + " queries") +
                  " through the decode nest\n";
