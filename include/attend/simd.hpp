@@ -770,15 +770,30 @@ __attribute__((always_inline)) inline __m256 load8(const bf16* p) noexcept {
 // h + r, 2h + r and 3h + r past k, r < 8): four ascending streams, which the hardware prefetchers
 // follow from DRAM without requests. Each key's sums in two chains of FMAs (one query: the row's
 // even and odd vectors; two: a chain a query), stored once a row and summed 8 rows at a time
-// (reduce_add_8). s[t][i]: quarter t's 8 scores for query i.
-template <std::size_t NQ, std::size_t D, class B, class T>
+// (reduce_add_8). s[t][i]: quarter t's 8 scores for query i. Split: bf16 rows 16 elements at a
+// time as even and odd lanes (widen_even_odd: two integer operations where widening in order
+// takes four), against q split the same way (its even values at d / 2, odd at D / 2 + d / 2).
+template <std::size_t NQ, std::size_t D, bool Split = false, class B, class T>
 __attribute__((always_inline)) inline void dot_key_quarters(const float* q, const T* k, std::size_t ldk, std::size_t h,
                                                             B (&s)[4][NQ]) noexcept {
+    static_assert(!Split || std::is_same_v<std::remove_cv_t<T>, bf16>, "attend internal: dot_key_quarters: Split needs bf16 rows");
     alignas(32) float sums[4][NQ][8][8];
     for (std::size_t r = 0; r < 8; ++r) {
         __m256 acc[4][2];
         for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
-        for (std::size_t d = 0; d < D; d += 8) {
+        for (std::size_t d = 0; d < D; d += Split ? 16 : 8) {
+            if constexpr (Split) {
+                __m256 qe[NQ], qo[NQ];
+                for (std::size_t i = 0; i < NQ; ++i) qe[i] = _mm256_loadu_ps(q + i * D + d / 2), qo[i] = _mm256_loadu_ps(q + i * D + D / 2 + d / 2);
+                for (std::size_t t = 0; t < 4; ++t) {
+                    xsimd::batch<float, xsimd::avx2> ke, ko;
+                    widen_even_odd<true>(k + (r + t * h) * ldk + d, ke, ko);
+                    if constexpr (NQ == 1) acc[t][0] = _mm256_fmadd_ps(qe[0], ke, acc[t][0]), acc[t][1] = _mm256_fmadd_ps(qo[0], ko, acc[t][1]);
+                    else
+                        for (std::size_t i = 0; i < NQ; ++i) acc[t][i] = _mm256_fmadd_ps(qo[i], ko, _mm256_fmadd_ps(qe[i], ke, acc[t][i]));
+                }
+                continue;
+            }
             __m256 qv[NQ];
             for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
             for (std::size_t t = 0; t < 4; ++t) {
@@ -806,7 +821,7 @@ template <std::size_t NQ, std::size_t D, class B, class T, class After>
 void dot_key_halves(const float*, const T*, const T*, std::size_t, B (&)[NQ], B (&)[NQ], After&&) noexcept;
 template <class B, class F, class T, std::size_t NQ, std::size_t D>
 inline constexpr bool key_quarter_rows = false;
-template <std::size_t NQ, std::size_t D, class B, class T>
+template <std::size_t NQ, std::size_t D, bool Split = false, class B, class T>
 void dot_key_quarters(const float*, const T*, std::size_t, std::size_t, B (&)[4][NQ]) noexcept;
 #endif
 

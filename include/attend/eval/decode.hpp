@@ -411,15 +411,15 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
     constexpr bool cached = std::is_same_v<Ahead, no_rows_ahead>;  // (no requests: the cache is in L3, or the last tile)
     if (live < KB) return decode_scores_cut<B, NQ, KB, BN, D, Split>(q, k, ldk, st, live);
     constexpr std::size_t last_rows = NQ - (groups - 1) * QG;
-    if constexpr (!cached && !Split && KB % (4 * W) == 0 && simd::key_quarter_rows<B, Q, T, NQ, D>) {
+    if constexpr (!cached && KB % (4 * W) == 0 && simd::key_quarter_rows<B, Q, T, NQ, D>) {
         // From DRAM (or unrequested_streams), one or two queries with 16 registers: four keys at a
         // time, one from each quarter of the tile (simd::dot_key_quarters), four ascending streams
         // and no requests (one query, Zen 3: the stage alone 3.12 -> 2.20 ms over 32 x 4000 keys;
-        // with requests of the next tile the whole step 1.09x slower). bf16 rows widen in order.
+        // with requests of the next tile the whole step 1.09x slower).
         constexpr std::size_t H = KB / 4;
         for (std::size_t jb = 0; jb < H; jb += W) {
             B s4[4][NQ];
-            simd::dot_key_quarters<NQ, D>(q, k + jb * ldk, ldk, H, s4);
+            simd::dot_key_quarters<NQ, D, Split>(q, k + jb * ldk, ldk, H, s4);
             for (std::size_t t = 0; t < 4; ++t)
                 for (std::size_t i = 0; i < NQ; ++i) s4[t][i].store_aligned(st + i * BN + jb + t * H);
         }
@@ -971,8 +971,16 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         if constexpr (streamed<Kt, F, 1> && !G::stream && !pairs) return simd::split_keys<B, typename Kt::value_type, D>;
         else return false;
     }();
-    alignas(64) F qsplit[split ? NQ * D : 1];
-    if constexpr (split)
+    // One query's bf16 rows in quarter_runs read as even and odd elements too (Zen 3, 32 x 1 heads,
+    // harness, 16 rounds: over 500 keys in L3 g++ 402 -> 305 µs, clang++ 358 -> 336; over 4000
+    // keys from DRAM g++ 4496 -> 3467, clang++ level)
+    constexpr bool quarters_split = [] {
+        if constexpr (decode_quarters<G, F, Kt, Vl, NQ, D> && !decode_by_key<G, F, Kt, Vl, NQ, D>)
+            return simd::split_keys<B, typename Kt::value_type, D>;
+        else return false;
+    }();
+    alignas(64) F qsplit[split || quarters_split ? NQ * D : 1];
+    if constexpr (split || quarters_split)
         for (std::size_t i = 0; i < NQ; ++i) simd::split_even_odd(qbuf + i * D, D / 2, qsplit + i * D, qsplit + i * D + D / 2);
     alignas(64) bf16 qpairs[pairs ? NQ * D : 1];
     alignas(64) bf16 ppairs[pairs ? NQ * BN : 1];
@@ -1039,7 +1047,9 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
                 if constexpr (simd::vector_registers<> >= 32 && !std::is_same_v<decltype(k_next), no_rows_ahead>)
                     if (scores_unrolled()) return decode_scores<B, NQ, KB, BN, D, DV, split, true>(qrows, k, ldk, st, k_next, live);
                 if constexpr (quarters)
-                    if (runs) return decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, unrequested_streams{}, live);
+                    if (runs)
+                        return decode_scores<B, NQ, KB, BN, D, DV, split || quarters_split, false>(quarters_split ? +qsplit : qrows, k, ldk,
+                                                                                                  st, unrequested_streams{}, live);
                 decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, k_next, live);
             });
         else {
