@@ -1141,17 +1141,18 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
     attend::detail::pretend_core(core_kind::automatic);
 }
 
-// One and two queries per KV head over a bf16 cache filled to a run-time length (the rows past
-// it inf and NaN), as cores before Zen 5 run it: one query takes the tile stages without requests
-// where the target has 16 registers (from DRAM, 34 MiB, and in L3, 2 MiB with a last tile of 52
-// keys), its scores over a tile's quarters with the rows widened in order; two take the key pairs
-// over even and odd elements. The result is written over Q itself (the destination on the right).
+// One and two queries per KV head over a bf16 or float cache filled to a run-time length (the
+// rows past it inf and NaN), as cores before Zen 5 run it: one query takes the tile stages
+// without requests where the target has 16 registers, from DRAM (34 MiB) and in L3 (2 and 4
+// MiB, with a last tile of 52 keys; a float cache in clang++ builds only), its scores over a
+// tile's quarters (bf16 rows as even and odd elements); two take the key pairs. The result is
+// written over Q itself (the destination on the right).
 namespace {
-template <std::size_t HKV, std::size_t G, std::size_t NMAX>
-void check_bf16_cache_lengths(int seed) {
+template <class T, std::size_t HKV, std::size_t G, std::size_t NMAX>
+void check_cache_lengths(int seed) {
     constexpr std::size_t D = 128;
     using TQ = tensor<float, HKV, G, D>;
-    using TK = tensor<bf16, HKV, NMAX, D>;
+    using TK = tensor<T, HKV, NMAX, D>;
     auto q = std::make_unique<TQ>();
     auto k = std::make_unique<TK>(), v = std::make_unique<TK>();
     ref::fill(*q, seed);
@@ -1162,7 +1163,7 @@ void check_bf16_cache_lengths(int seed) {
         BOOST_TEST_CONTEXT("G " << G << ", NMAX " << NMAX << ", len " << len) {
             for (std::size_t b = 0; b < HKV; ++b)
                 for (std::size_t j = len; j < NMAX; ++j)
-                    for (std::size_t d = 0; d < D; ++d) (*k)(b, j, d) = bf16(INFINITY), (*v)(b, j, d) = bf16(d % 2 ? NAN : -INFINITY);
+                    for (std::size_t d = 0; d < D; ++d) (*k)(b, j, d) = T(INFINITY), (*v)(b, j, d) = T(d % 2 ? NAN : -INFINITY);
             *q = *q0;
             auto s = attend::matmul(*q, attend::transpose(*k)) * (1 / std::sqrt(float(D)));
             *q = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= std::int64_t(len), -INFINITY)), *v);
@@ -1170,19 +1171,20 @@ void check_bf16_cache_lengths(int seed) {
         }
     }
     const std::string how = attend::explain(attend::scaled_dot_product_attention(*q, *k, *v));
-    const bool quarters = G == 1 && attend::simd::key_quarter_rows<B, float, bf16, 1, D>;
+    const bool quarters = G == 1 && attend::simd::key_quarter_rows<B, float, T, 1, D>;
     BOOST_TEST((how.find("quarters") != std::string::npos) == quarters, how);
 }
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(decode_bf16_cache_lengths) {
+BOOST_AUTO_TEST_CASE(decode_cache_lengths) {
     using attend::detail::core_kind;
     attend::detail::pretend_core(core_kind::other);
     BOOST_TEST(attend::detail::quarter_runs());
     BOOST_TEST_REQUIRE(2 * 8 * 8448 * 128 * sizeof(bf16) >= attend::detail::request_ahead_bytes());
-    check_bf16_cache_lengths<8, 1, 8448>(170);  // (33 tiles of 256 keys)
-    check_bf16_cache_lengths<8, 2, 8448>(173);
-    check_bf16_cache_lengths<2, 1, 2100>(176);
+    check_cache_lengths<bf16, 8, 1, 8448>(170);  // (33 tiles of 256 keys)
+    check_cache_lengths<bf16, 8, 2, 8448>(173);
+    check_cache_lengths<bf16, 2, 1, 2100>(176);
+    check_cache_lengths<float, 2, 1, 2100>(179);
     attend::detail::pretend_core(core_kind::automatic);
 }
 

@@ -1007,11 +1007,12 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         else return false;
     }();
     // The tile stages, requesting nothing (key_runs; with 16 registers the quarters: quarter_runs,
-    // over a bf16 cache in L3 as well: 32 x 1 heads over 500 keys, Zen 3, harness, g++ 376 -> 282
-    // µs, clang++ 341 -> 267; over 17 keys 23 -> 19. A float cache in L3 keeps the stream: its
-    // tiles of 2048 keys took 28 µs over 17 keys, the stream 22)
+    // in L3 as well over tiles of 256 keys: 32 x 1 heads over 500 keys, Zen 3, harness, a bf16
+    // cache g++ 376 -> 282 µs, clang++ 341 -> 267, over 17 keys 23 -> 19; a float cache, clang++,
+    // 471 -> 383, over 17 keys level. g++ builds' tiles of 2048 keys over a float cache took 28 µs
+    // over 17 keys, the stream 22: those keep the stream in L3)
     constexpr bool quarters = decode_quarters<G, F, Kt, Vl, NQ, D>;
-    const bool runs = (ahead && may_by_key && key_runs()) || (quarters && quarter_runs() && (ahead || !may_by_key));
+    const bool runs = (ahead && may_by_key && key_runs()) || (quarters && quarter_runs() && (ahead || BN == G::BN));
     [[maybe_unused]] const bool halves = may_by_key && per_key_halves();
     // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
     // Only the first `live` take part in P V (live < kb: a tile the masks cut).
