@@ -754,8 +754,8 @@ __attribute__((always_inline)) inline void dot_key_halves(const float* q, const 
     }
 }
 // Whether one or two queries can take four keys at a time from a tile's quarters
-// (dot_key_quarters): float or bf16 rows (widened in order) of whole 16-element parts on
-// 16-register targets with 8 lanes.
+// (dot_key_quarters): float or bf16 rows (widened in order, or Split) of whole 16-element parts
+// on 16-register targets with 8 lanes.
 template <class B, class F, class T, std::size_t NQ, std::size_t D>
 inline constexpr bool key_quarter_rows = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<F, float> &&
                                          (std::is_same_v<std::remove_cv_t<T>, float> || std::is_same_v<std::remove_cv_t<T>, bf16>) &&

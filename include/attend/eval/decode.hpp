@@ -415,7 +415,9 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
         // From DRAM (or unrequested_streams), one or two queries with 16 registers: four keys at a
         // time, one from each quarter of the tile (simd::dot_key_quarters), four ascending streams
         // and no requests (one query, Zen 3: the stage alone 3.12 -> 2.20 ms over 32 x 4000 keys;
-        // with requests of the next tile the whole step 1.09x slower).
+        // with requests of the next tile the whole step 1.09x slower). Split: bf16 rows as even and
+        // odd elements (two queries over a bf16 cache, 8 x 2 heads over 8000 keys: level with the
+        // key pairs from either half, 16 rounds of a noisy hour).
         constexpr std::size_t H = KB / 4;
         for (std::size_t jb = 0; jb < H; jb += W) {
             B s4[4][NQ];
@@ -884,8 +886,8 @@ inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
 // -> 5.75; four quarters: 6.10 and 5.79). Zen 5 and Intel cores are unmeasured: they keep the order.
 inline bool per_key_halves() noexcept { return !amd_zen5_or_later() && !intel_core(); }
 
-// Whether one query over a cache from DRAM with 16 registers (decode_quarters) takes the tile
-// stages without requests, its scores over the tile's quarters (simd::dot_key_quarters) and P V
+// Whether one query over a cache with 16 registers (decode_quarters) takes the tile stages
+// without requests, from DRAM, or in L3 over tiles of 256 keys, its scores over the tile's quarters (simd::dot_key_quarters) and P V
 // over its thirds (decode_pv_streams): seven streams the prefetchers follow, where key by key or
 // the stream read four or two. On the cores that take per_key_halves (Zen 3, 32 x 1 heads over
 // 4000 keys, harness: a float cache g++ 5583 -> 4520 µs over tiles of 2048 keys, clang++ 5747 ->
@@ -893,8 +895,9 @@ inline bool per_key_halves() noexcept { return !amd_zen5_or_later() && !intel_co
 // of 256, from DRAM and in L3, against the stream: docs/performance.md, 2026-12-01 morning).
 inline bool quarter_runs() noexcept { return per_key_halves(); }
 
-// Whether one query (G::stream) over a cache that may stream from DRAM may take quarter_runs:
-// float K and V in place (decode_by_key), or bf16 rows in place, whose scores widen in order.
+// Whether one query (G::stream) over a cache of 1 MiB or more may take quarter_runs: float K and
+// V in place (decode_by_key), or bf16 rows in place, whose scores read them as even and odd
+// elements (quarters_split in decode_key_tiles).
 template <class G, class F, class Kt, class Vl, std::size_t NQ, std::size_t D>
 inline constexpr bool decode_quarters = [] {
     using B = typename G::B;
