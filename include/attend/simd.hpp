@@ -754,18 +754,30 @@ __attribute__((always_inline)) inline void dot_key_halves(const float* q, const 
     }
 }
 // Whether one or two queries can take four keys at a time from a tile's quarters
-// (dot_key_quarters): float or bf16 rows (widened in order, or Split) of whole 16-element parts
-// on 16-register targets with 8 lanes.
+// (dot_key_quarters): float, bf16 (widened in order, or Split) or f16 rows (F16C builds) of whole
+// 16-element parts on 16-register targets with 8 lanes.
+#if defined(__F16C__)
+inline constexpr bool f16c_built = true;
+#else
+inline constexpr bool f16c_built = false;
+#endif
 template <class B, class F, class T, std::size_t NQ, std::size_t D>
 inline constexpr bool key_quarter_rows = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<F, float> &&
-                                         (std::is_same_v<std::remove_cv_t<T>, float> || std::is_same_v<std::remove_cv_t<T>, bf16>) &&
+                                         (std::is_same_v<std::remove_cv_t<T>, float> || std::is_same_v<std::remove_cv_t<T>, bf16> ||
+                                          (std::is_same_v<std::remove_cv_t<T>, f16> && f16c_built)) &&
                                          lanes<B> == 8 && vector_registers<> < 32 && (NQ == 1 || NQ == 2) && D % 16 == 0;
-// Eight elements of a row as floats (bf16: widened in order, its bits shifted into the high half).
+// Eight elements of a row as floats (bf16: widened in order, its bits shifted into the high half;
+// f16 by vcvtph2ps).
 __attribute__((always_inline)) inline __m256 load8(const float* p) noexcept { return _mm256_loadu_ps(p); }
 __attribute__((always_inline)) inline __m256 load8(const bf16* p) noexcept {
     const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
+#if defined(__F16C__)
+__attribute__((always_inline)) inline __m256 load8(const f16* p) noexcept {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+#endif
 // One or two queries against four blocks of 8 keys a quarter of a tile apart (the rows r,
 // h + r, 2h + r and 3h + r past k, r < 8): four ascending streams, which the hardware prefetchers
 // follow from DRAM without requests. Each key's sums in two chains of FMAs (one query: the row's

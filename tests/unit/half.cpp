@@ -1141,12 +1141,13 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
     attend::detail::pretend_core(core_kind::automatic);
 }
 
-// One and two queries per KV head over a bf16 or float cache filled to a run-time length (the
+// One and two queries per KV head over a bf16, f16 or float cache filled to a run-time length (the
 // rows past it inf and NaN), as cores before Zen 5 run it: one query takes the tile stages
 // without requests where the target has 16 registers, from DRAM (34 MiB) and in L3 (2 and 4
 // MiB, with a last tile of 52 keys; a float cache in clang++ builds only), its scores over a
-// tile's quarters (bf16 rows as even and odd elements); two take the key pairs. The result is
-// written over Q itself (the destination on the right).
+// tile's quarters (bf16 rows as even and odd elements, f16 ones widened in order); two queries
+// (34 MiB caches) score over the quarters too. The result is written over Q itself (the
+// destination on the right).
 namespace {
 template <class T, std::size_t HKV, std::size_t G, std::size_t NMAX>
 void check_cache_lengths(int seed) {
@@ -1185,6 +1186,9 @@ BOOST_AUTO_TEST_CASE(decode_cache_lengths) {
     check_cache_lengths<bf16, 8, 2, 8448>(173);
     check_cache_lengths<bf16, 2, 1, 2100>(176);
     check_cache_lengths<float, 2, 1, 2100>(179);
+    check_cache_lengths<f16, 8, 1, 8448>(182);  // (f16 rows widened in order)
+    check_cache_lengths<f16, 8, 2, 8448>(185);
+    check_cache_lengths<f16, 2, 1, 2100>(188);
     attend::detail::pretend_core(core_kind::automatic);
 }
 

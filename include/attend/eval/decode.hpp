@@ -896,8 +896,8 @@ inline bool per_key_halves() noexcept { return !amd_zen5_or_later() && !intel_co
 inline bool quarter_runs() noexcept { return per_key_halves(); }
 
 // Whether one query (G::stream) over a cache of 1 MiB or more may take quarter_runs: float K and
-// V in place (decode_by_key), or bf16 rows in place, whose scores read them as even and odd
-// elements (quarters_split in decode_key_tiles).
+// V in place (decode_by_key), or 16-bit rows in place (bf16 ones the scores read as even and odd
+// elements: quarters_split in decode_key_tiles; f16 ones widened in order).
 template <class G, class F, class Kt, class Vl, std::size_t NQ, std::size_t D>
 inline constexpr bool decode_quarters = [] {
     using B = typename G::B;
