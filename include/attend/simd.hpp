@@ -756,28 +756,11 @@ __attribute__((always_inline)) inline void dot_key_halves(const float* q, const 
 // Whether one or two queries can take four keys at a time from a tile's quarters
 // (dot_key_quarters): float, bf16 (widened in order, or Split) or f16 rows (F16C builds) of whole
 // 16-element parts on 16-register targets with 8 lanes.
-#if defined(__F16C__)
-inline constexpr bool f16c_built = true;
-#else
-inline constexpr bool f16c_built = false;
-#endif
 template <class B, class F, class T, std::size_t NQ, std::size_t D>
 inline constexpr bool key_quarter_rows = is_batch<B> && std::is_same_v<value_t<B>, float> && std::is_same_v<F, float> &&
                                          (std::is_same_v<std::remove_cv_t<T>, float> || std::is_same_v<std::remove_cv_t<T>, bf16> ||
-                                          (std::is_same_v<std::remove_cv_t<T>, f16> && f16c_built)) &&
+                                          (std::is_same_v<std::remove_cv_t<T>, f16> && has_f16c)) &&
                                          lanes<B> == 8 && vector_registers<> < 32 && (NQ == 1 || NQ == 2) && D % 16 == 0;
-// Eight elements of a row as floats (bf16: widened in order, its bits shifted into the high half;
-// f16 by vcvtph2ps).
-__attribute__((always_inline)) inline __m256 load8(const float* p) noexcept { return _mm256_loadu_ps(p); }
-__attribute__((always_inline)) inline __m256 load8(const bf16* p) noexcept {
-    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-}
-#if defined(__F16C__)
-__attribute__((always_inline)) inline __m256 load8(const f16* p) noexcept {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-#endif
 // One or two queries against four blocks of 8 keys a quarter of a tile apart (the rows r,
 // h + r, 2h + r and 3h + r past k, r < 8): four ascending streams, which the hardware prefetchers
 // follow from DRAM without requests. Each key's sums in two chains of FMAs (one query: the row's
@@ -804,15 +787,15 @@ __attribute__((always_inline)) inline void dot_key_quarters(const float* q, cons
                     else
                         for (std::size_t i = 0; i < NQ; ++i) acc[t][i] = _mm256_fmadd_ps(qo[i], ko, _mm256_fmadd_ps(qe[i], ke, acc[t][i]));
                 }
-                continue;
-            }
-            __m256 qv[NQ];
-            for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
-            for (std::size_t t = 0; t < 4; ++t) {
-                const __m256 kv = load8(k + (r + t * h) * ldk + d);
-                if constexpr (NQ == 1) acc[t][d / 8 % 2] = _mm256_fmadd_ps(qv[0], kv, acc[t][d / 8 % 2]);
-                else
-                    for (std::size_t i = 0; i < NQ; ++i) acc[t][i] = _mm256_fmadd_ps(qv[i], kv, acc[t][i]);
+            } else {
+                __m256 qv[NQ];
+                for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
+                for (std::size_t t = 0; t < 4; ++t) {
+                    const __m256 kv = load<xsimd::batch<float, xsimd::avx2>>(k + (r + t * h) * ldk + d);  // (16-bit: load_half)
+                    if constexpr (NQ == 1) acc[t][d / 8 % 2] = _mm256_fmadd_ps(qv[0], kv, acc[t][d / 8 % 2]);
+                    else
+                        for (std::size_t i = 0; i < NQ; ++i) acc[t][i] = _mm256_fmadd_ps(qv[i], kv, acc[t][i]);
+                }
             }
         }
         for (std::size_t t = 0; t < 4; ++t)

@@ -978,8 +978,7 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
     // harness, 16 rounds: over 500 keys in L3 g++ 402 -> 305 µs, clang++ 358 -> 336; over 4000
     // keys from DRAM g++ 4496 -> 3467, clang++ level)
     constexpr bool quarters_split = [] {
-        if constexpr (decode_quarters<G, F, Kt, Vl, NQ, D> && !decode_by_key<G, F, Kt, Vl, NQ, D>)
-            return simd::split_keys<B, typename Kt::value_type, D>;
+        if constexpr (decode_quarters<G, F, Kt, Vl, NQ, D>) return simd::split_keys<B, typename Kt::value_type, D>;  // (bf16 rows only)
         else return false;
     }();
     alignas(64) F qsplit[split || quarters_split ? NQ * D : 1];
