@@ -2,8 +2,9 @@
 // x query tiles for (B=4, H=16, N=1024, d=64) and (B=1, H=8, N=4096, d=128); a contraction over
 // (column block, row panel) items for a 1024 x 1024 x 1024 matmul and a batched projection with an
 // epilogue; a decode step (8 x 4 heads at len 8000, and one head group at len 64000, split across
-// the threads) and a one-token matvec (4096 x 4096). Parallel efficiency at 2 threads =
-// t(1) / (2 t(2)). Built with attend::parallel when CMake finds OpenMP.
+// the threads), the read of the 8 x 4 step's cache (its floor) and a one-token matvec
+// (4096 x 4096). Parallel efficiency at 2 threads = t(1) / (2 t(2)). Built with attend::parallel
+// when CMake finds OpenMP.
 #include <attend/attend.hpp>
 #include <benchmark/benchmark.h>
 #include <memory>
@@ -94,6 +95,35 @@ void matvec(benchmark::State& state) {
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * N * K * sizeof(float)));
 }
+
+// The floor of the decode steps at 1 and 2 threads: the cache's bytes (2 x HKV x LEN x D floats)
+// read once, each thread its half as four streams summed into vector accumulators, so that a
+// step's speed-up can be set beside the memory's own.
+template <std::size_t HKV, std::size_t D, std::size_t LEN, int Threads>
+void read_floor(benchmark::State& state) {
+    threads(state, Threads);
+    using B = xsimd::batch<float>;
+    constexpr std::size_t W = B::size, n = 2 * HKV * LEN * D, half = n / 2, part = half / (4 * 2 * W) * (2 * W);
+    const auto buffer = attend::make_huge<attend::tensor<float, n>>();
+    float* w = buffer->data();
+    for (std::size_t k = 0; k < n; ++k) w[k] = float(k % 7) * 0.07f;
+    for (auto _ : state) {
+        float total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+        for (int t = 0; t < 2; ++t) {
+            const float* p = w + t * half;
+            B acc[8] = {};
+            for (std::size_t i = 0; i < part; i += 2 * W)
+                for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_aligned(p + u / 2 * part + i + u % 2 * W);
+            float s = 0;
+            for (std::size_t i = 4 * part; i < half; ++i) s += p[i];
+            for (auto& a : acc) s += xsimd::hadd(a);
+            total += s;
+        }
+        benchmark::DoNotOptimize(total);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
+}
 }  // namespace
 
 BENCHMARK(bench::fma_peak);
@@ -109,6 +139,8 @@ BENCHMARK(decode<8, 4, 128, 8192, 8000, 1>)->Name("decode_1thread<8, 4, 128, 819
 BENCHMARK(decode<8, 4, 128, 8192, 8000, 2>)->Name("decode_2threads<8, 4, 128, 8192, 8000>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(decode<1, 4, 128, 65536, 64000, 1>)->Name("decode_1thread<1, 4, 128, 65536, 64000>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(decode<1, 4, 128, 65536, 64000, 2>)->Name("decode_2threads<1, 4, 128, 65536, 64000>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(read_floor<8, 128, 8000, 1>)->Name("decode_floor_1thread<8, 4, 128, 8192, 8000>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(read_floor<8, 128, 8000, 2>)->Name("decode_floor_2threads<8, 4, 128, 8192, 8000>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(matvec<4096, 4096, 1>)->Name("matvec_1thread<4096, 4096>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(matvec<4096, 4096, 2>)->Name("matvec_2threads<4096, 4096>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

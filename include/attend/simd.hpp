@@ -776,7 +776,7 @@ __attribute__((always_inline)) inline void dot_key_quarters(const float* q, cons
     for (std::size_t r = 0; r < 8; ++r) {
         __m256 acc[4][2];
         for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
-        for (std::size_t d = 0; d < D; d += Split ? 16 : 8) {
+        for (std::size_t d = 0; d < D; d += 16) {
             if constexpr (Split) {
                 __m256 qe[NQ], qo[NQ];
                 for (std::size_t i = 0; i < NQ; ++i) qe[i] = _mm256_loadu_ps(q + i * D + d / 2), qo[i] = _mm256_loadu_ps(q + i * D + D / 2 + d / 2);
@@ -788,14 +788,20 @@ __attribute__((always_inline)) inline void dot_key_quarters(const float* q, cons
                         for (std::size_t i = 0; i < NQ; ++i) acc[t][i] = _mm256_fmadd_ps(qo[i], ko, _mm256_fmadd_ps(qe[i], ke, acc[t][i]));
                 }
             } else {
-                __m256 qv[NQ];
-                for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d);
-                for (std::size_t t = 0; t < 4; ++t) {
-                    const __m256 kv = load<xsimd::batch<float, xsimd::avx2>>(k + (r + t * h) * ldk + d);  // (16-bit: load_half)
-                    if constexpr (NQ == 1) acc[t][d / 8 % 2] = _mm256_fmadd_ps(qv[0], kv, acc[t][d / 8 % 2]);
-                    else
-                        for (std::size_t i = 0; i < NQ; ++i) acc[t][i] = _mm256_fmadd_ps(qv[i], kv, acc[t][i]);
-                }
+                // 8 elements at d + 8 E; one query's two chains take one half each (E a constant,
+                // so that the sums stay in registers even where the loop is not unrolled)
+                auto half = [&]<std::size_t E>() __attribute__((always_inline)) {
+                    __m256 qv[NQ];
+                    for (std::size_t i = 0; i < NQ; ++i) qv[i] = _mm256_loadu_ps(q + i * D + d + 8 * E);
+                    for (std::size_t t = 0; t < 4; ++t) {
+                        const __m256 kv = load<xsimd::batch<float, xsimd::avx2>>(k + (r + t * h) * ldk + d + 8 * E);  // (16-bit: load_half)
+                        if constexpr (NQ == 1) acc[t][E] = _mm256_fmadd_ps(qv[0], kv, acc[t][E]);
+                        else
+                            for (std::size_t i = 0; i < NQ; ++i) acc[t][i] = _mm256_fmadd_ps(qv[i], kv, acc[t][i]);
+                    }
+                };
+                half.template operator()<0>();
+                half.template operator()<1>();
             }
         }
         for (std::size_t t = 0; t < 4; ++t)

@@ -366,16 +366,16 @@ __attribute__((always_inline)) inline void each_group(Fn&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) { (f.template operator()<I>(), ...); }(std::make_index_sequence<Groups>{});
 }
 
-// decode_scores for a tile the masks cut at `live` (once a step, out of line: inlined beside the
-// whole-tile loop it slowed that loop with clang++): the key rows from `live` on are never read,
-// the block holding `live` is scored from a copy of its live rows (cut_block), the blocks after
-// it score 0 (the tree masks them).
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, bool Split, class F, class Q, class T>
-__attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::size_t ldk, F* st, std::size_t live) noexcept {
+// decode_scores for the first n keys (whole blocks) of a tile the masks cut at `live` (once a
+// step, out of line: inlined beside the whole-tile loop it slowed that loop with clang++): the key
+// rows from `live` on are never read, the block holding `live` is scored from a copy of its live
+// rows (cut_block), the blocks after it score 0 (the tree masks them).
+template <class B, std::size_t NQ, std::size_t BN, std::size_t D, bool Split, class F, class Q, class T>
+__attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::size_t ldk, F* st, std::size_t live, std::size_t n) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split, Q>;
     constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split, Q>;
     alignas(64) std::remove_cv_t<T> pad[W * D];
-    for (std::size_t jb = 0; jb < KB; jb += W) {
+    for (std::size_t jb = 0; jb < n; jb += W) {
         B sc[NQ];
         if (jb >= live) {
             for (std::size_t i = 0; i < NQ; ++i) B(F(0)).store_aligned(st + i * BN + jb);
@@ -392,6 +392,29 @@ __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::si
     }
 }
 
+// Scores of keys [0, 4 H) (H whole blocks of W keys) by simd::dot_key_quarters: four keys at a
+// time, one from each quarter.
+template <class B, std::size_t NQ, std::size_t BN, std::size_t D, bool Split, class F, class Q, class T>
+__attribute__((always_inline)) inline void score_quarters(const Q* q, const T* k, std::size_t ldk, F* st, std::size_t H) noexcept {
+    for (std::size_t jb = 0; jb < H; jb += simd::lanes<B>) {
+        B s4[4][NQ];
+        simd::dot_key_quarters<NQ, D, Split>(q, k + jb * ldk, ldk, H, s4);
+        for (std::size_t t = 0; t < 4; ++t)
+            for (std::size_t i = 0; i < NQ; ++i) s4[t][i].store_aligned(st + i * BN + jb + t * H);
+    }
+}
+// A tile of KB keys the masks cut at `live`, in the quarters' stage: its whole groups of 4 W live
+// keys by quarters too, the rest block by block (one query over a bf16 cache of 500 keys in L3,
+// whose second tile holds 244: the cut tile had cost 1.4x a whole one's time a key). Out of line,
+// as decode_scores_cut.
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, bool Split, class F, class Q, class T>
+__attribute__((noinline)) void decode_quarters_cut(const Q* q, const T* k, std::size_t ldk, F* st, std::size_t live) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    const std::size_t H = live / (4 * W) * W;
+    score_quarters<B, NQ, BN, D, Split>(q, k, ldk, st, H);
+    decode_scores_cut<B, NQ, BN, D, Split>(q, k + 4 * H * ldk, ldk, st + 4 * H, live - 4 * H, KB - 4 * H);
+}
+
 // S = Q K_tile^T, W keys at a time, each key row read whole and in order for each group of
 // queries (score_group: held in registers, or four read from L1 against a key vector held in a
 // register; the next group finds the rows in L1/L2). Zen 5 streamed K from DRAM at half the speed
@@ -401,7 +424,7 @@ __attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::si
 // (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000 keys on Zen 5: 0.91-1.05 -> 0.82-0.85
 // ms with either compiler; the one- and two-query stream keeps widening in order, clang++ ran it
 // 1.6x slower split). Q of bf16 (decode_pairs): pair dot products, half the registers a query.
-// A tile the masks cut at `live` goes to decode_scores_cut. Unroll: a block's rows unrolled with
+// A tile the masks cut at `live` goes to decode_scores_cut (or decode_quarters_cut). Unroll: a block's rows unrolled with
 // their sums in registers (simd::dot_block) also while requesting rows ahead (scores_unrolled).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, bool Unroll, class F,
           class Q, class T, class Ahead>
@@ -409,24 +432,18 @@ inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead 
     constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split, Q>;
     constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split, Q>;
     constexpr bool cached = std::is_same_v<Ahead, no_rows_ahead>;  // (no requests: the cache is in L3, or the last tile)
-    if (live < KB) return decode_scores_cut<B, NQ, KB, BN, D, Split>(q, k, ldk, st, live);
     constexpr std::size_t last_rows = NQ - (groups - 1) * QG;
     if constexpr (!cached && KB % (4 * W) == 0 && simd::key_quarter_rows<B, Q, T, NQ, D>) {
         // From DRAM (or unrequested_streams), one or two queries with 16 registers: four keys at a
-        // time, one from each quarter of the tile (simd::dot_key_quarters), four ascending streams
-        // and no requests (one query, Zen 3: the stage alone 3.12 -> 2.20 ms over 32 x 4000 keys;
-        // with requests of the next tile the whole step 1.09x slower). Split: bf16 rows as even and
-        // odd elements (two queries over a bf16 cache, 8 x 2 heads over 8000 keys: level with the
-        // key pairs from either half, 16 rounds of a noisy hour).
-        constexpr std::size_t H = KB / 4;
-        for (std::size_t jb = 0; jb < H; jb += W) {
-            B s4[4][NQ];
-            simd::dot_key_quarters<NQ, D, Split>(q, k + jb * ldk, ldk, H, s4);
-            for (std::size_t t = 0; t < 4; ++t)
-                for (std::size_t i = 0; i < NQ; ++i) s4[t][i].store_aligned(st + i * BN + jb + t * H);
-        }
-        return;
+        // time, one from each quarter of the tile (score_quarters; a cut tile decode_quarters_cut),
+        // four ascending streams and no requests (one query, Zen 3: the stage alone 3.12 -> 2.20 ms
+        // over 32 x 4000 keys; with requests of the next tile the whole step 1.09x slower). Split:
+        // bf16 rows as even and odd elements (two queries over a bf16 cache, 8 x 2 heads over 8000
+        // keys: level with the key pairs from either half, 16 rounds of a noisy hour).
+        if (live < KB) return decode_quarters_cut<B, NQ, KB, BN, D, Split>(q, k, ldk, st, live);
+        return score_quarters<B, NQ, BN, D, Split>(q, k, ldk, st, KB / 4);
     }
+    if (live < KB) return decode_scores_cut<B, NQ, BN, D, Split>(q, k, ldk, st, live, KB);
     if constexpr (!cached && KB % (2 * W) == 0 && simd::key_pair_rows<B, Q, T, QG, D> && simd::key_pair_rows<B, Q, T, last_rows, D>) {
         // From DRAM with 16 registers: each pair of keys one from either half of the tile
         // (simd::dot_key_halves), two ascending streams the prefetchers follow
@@ -1115,7 +1132,10 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
                 part.lo[Rs - 1] = j0 + (std::bit_width(live) - 1) * E;
                 part.hi[Rs - 1] = part.lo[Rs - 1] + E - 1;
                 const std::size_t end = live_end(tree, part);
-                if (std::popcount(live) <= (fold ? 7 : 6)) {  // eighths as tiles: ~1.3x an eighth's work each
+                // (in the quarter runs, from three live eighths on, one tile cut at `end`: its whole
+                // groups of 32 keys score by quarters; 32 x 1 heads over a bf16 cache of 512 keys in
+                // L3, g++, 420 keys 182 -> 172 µs, 384 161 -> 156, 300 level)
+                if (std::popcount(live) <= (runs ? 2 : fold ? 7 : 6)) {  // eighths as tiles: ~1.3x an eighth's work each
                     for (std::size_t e = 0; e < 8;) {
                         const std::size_t n = fold ? std::countr_one(live >> e) : live >> e & 1u;
                         if (n > 0) run_tile.template operator()<E, false>(j0 + e * E, n * E, end - (j0 + e * E));
