@@ -126,26 +126,14 @@ void run_bench(benchmark::State& state) {
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * K * N * Bytes));
 }
 
-// The floor: every float of a K x N weight read once, as four streams (a quarter each; one
-// sequential stream was measured 30 % slower on Zen 1, eight no faster than four), each summed
-// into two vector accumulators.
+// The floor: every float of a K x N weight read once (bench::read_once).
 template <std::size_t K, std::size_t N>
 void read_floor(benchmark::State& state) {
-    using B = xsimd::batch<float>;
-    constexpr std::size_t W = B::size, n = K * N, part = n / (4 * 2 * W) * (2 * W);
+    constexpr std::size_t n = K * N;
     const auto buffer = attend::make_huge<attend::tensor<float, n>>();
     float* w = buffer->data();
     for (std::size_t k = 0; k < n; ++k) w[k] = fill_value(k, 2);
-    for (auto _ : state) {
-        B acc[8] = {};
-        for (std::size_t i = 0; i < part; i += 2 * W)
-#pragma GCC unroll 8
-            for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_aligned(w + u / 2 * part + i + u % 2 * W);
-        float s = 0;
-        for (std::size_t i = 4 * part; i < n; ++i) s += w[i];
-        for (auto& a : acc) s += xsimd::hadd(a);
-        benchmark::DoNotOptimize(s);
-    }
+    for (auto _ : state) benchmark::DoNotOptimize(bench::read_once(w, n));
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
 }
 

@@ -97,29 +97,19 @@ void matvec(benchmark::State& state) {
 }
 
 // The floor of the decode steps at 1 and 2 threads: the cache's bytes (2 x HKV x LEN x D floats)
-// read once, each thread its half as four streams summed into vector accumulators, so that a
-// step's speed-up can be set beside the memory's own.
+// read once, each thread its half (bench::read_once), so that a step's speed-up can be set beside
+// the memory's own.
 template <std::size_t HKV, std::size_t D, std::size_t LEN, int Threads>
 void read_floor(benchmark::State& state) {
     threads(state, Threads);
-    using B = xsimd::batch<float>;
-    constexpr std::size_t W = B::size, n = 2 * HKV * LEN * D, half = n / 2, part = half / (4 * 2 * W) * (2 * W);
+    constexpr std::size_t n = 2 * HKV * LEN * D, half = n / 2;
     const auto buffer = attend::make_huge<attend::tensor<float, n>>();
     float* w = buffer->data();
     for (std::size_t k = 0; k < n; ++k) w[k] = float(k % 7) * 0.07f;
     for (auto _ : state) {
         float total = 0;
 #pragma omp parallel for reduction(+ : total) schedule(static)
-        for (int t = 0; t < 2; ++t) {
-            const float* p = w + t * half;
-            B acc[8] = {};
-            for (std::size_t i = 0; i < part; i += 2 * W)
-                for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_aligned(p + u / 2 * part + i + u % 2 * W);
-            float s = 0;
-            for (std::size_t i = 4 * part; i < half; ++i) s += p[i];
-            for (auto& a : acc) s += xsimd::hadd(a);
-            total += s;
-        }
+        for (int t = 0; t < 2; ++t) total += bench::read_once(w + t * half, half);
         benchmark::DoNotOptimize(total);
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));

@@ -1,5 +1,6 @@
-// The machine's FMA peak, measured in the same binary as the benchmarks it normalises:
-// independent chains of register-only FMAs (enough to cover latency x throughput), no memory.
+// The machine's limits, measured in the same binary as the benchmarks they normalise: the FMA
+// peak (independent chains of register-only FMAs, enough to cover latency x throughput, no
+// memory) and the read of n floats once (read_once, the floor of memory-bound steps).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -21,6 +22,23 @@ inline void fma_peak(benchmark::State& state) {
     }
     const double flops = 2.0 * B::size * chains * iters;
     state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The sum of n floats at w (64-byte aligned), read once as four streams (a quarter each; one
+// sequential stream was measured 30 % slower on Zen 1, eight no faster than four), each summed
+// into two vector accumulators.
+inline float read_once(const float* w, std::size_t n) {
+    using B = xsimd::batch<float>;
+    constexpr std::size_t W = B::size;
+    const std::size_t part = n / (4 * 2 * W) * (2 * W);
+    B acc[8] = {};
+    for (std::size_t i = 0; i < part; i += 2 * W)
+#pragma GCC unroll 8
+        for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_aligned(w + u / 2 * part + i + u % 2 * W);
+    float s = 0;
+    for (std::size_t i = 4 * part; i < n; ++i) s += w[i];
+    for (auto& a : acc) s += xsimd::hadd(a);
+    return s;
 }
 
 }  // namespace bench

@@ -366,16 +366,16 @@ __attribute__((always_inline)) inline void each_group(Fn&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) { (f.template operator()<I>(), ...); }(std::make_index_sequence<Groups>{});
 }
 
-// decode_scores for the first n keys (whole blocks) of a tile the masks cut at `live` (once a
+// decode_scores for the first `keys` keys (whole blocks) of a tile the masks cut at `live` (once a
 // step, out of line: inlined beside the whole-tile loop it slowed that loop with clang++): the key
 // rows from `live` on are never read, the block holding `live` is scored from a copy of its live
 // rows (cut_block), the blocks after it score 0 (the tree masks them).
 template <class B, std::size_t NQ, std::size_t BN, std::size_t D, bool Split, class F, class Q, class T>
-__attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::size_t ldk, F* st, std::size_t live, std::size_t n) noexcept {
+__attribute__((noinline)) void decode_scores_cut(const Q* q, const T* k, std::size_t ldk, F* st, std::size_t live, std::size_t keys) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split, Q>;
     constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split, Q>;
     alignas(64) std::remove_cv_t<T> pad[W * D];
-    for (std::size_t jb = 0; jb < n; jb += W) {
+    for (std::size_t jb = 0; jb < keys; jb += W) {
         B sc[NQ];
         if (jb >= live) {
             for (std::size_t i = 0; i < NQ; ++i) B(F(0)).store_aligned(st + i * BN + jb);
@@ -424,8 +424,9 @@ __attribute__((noinline)) void decode_quarters_cut(const Q* q, const T* k, std::
 // (simd::split_keys; 8 x 4 heads over a bf16 cache of 8000 keys on Zen 5: 0.91-1.05 -> 0.82-0.85
 // ms with either compiler; the one- and two-query stream keeps widening in order, clang++ ran it
 // 1.6x slower split). Q of bf16 (decode_pairs): pair dot products, half the registers a query.
-// A tile the masks cut at `live` goes to decode_scores_cut (or decode_quarters_cut). Unroll: a block's rows unrolled with
-// their sums in registers (simd::dot_block) also while requesting rows ahead (scores_unrolled).
+// A tile the masks cut at `live` goes to decode_scores_cut (or decode_quarters_cut). Unroll: a
+// block's rows unrolled with their sums in registers (simd::dot_block) also while requesting rows
+// ahead (scores_unrolled).
 template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, bool Unroll, class F,
           class Q, class T, class Ahead>
 inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next, std::size_t live) noexcept {
