@@ -1200,6 +1200,55 @@ BOOST_AUTO_TEST_CASE(decode_cache_lengths) {
     attend::detail::pretend_core(core_kind::automatic);
 }
 
+// One query over a bf16 cache (2 x 2100 keys, in the quarter runs on cores before Zen 5) with a
+// window mask — keys [len - win, len) — whose tiles keep 3 to 6 live eighths: the eighths the
+// window rules out before it are never read (their rows hold NaN), so the output is that of the
+// window's keys alone. Written over Q itself (the destination on the right).
+BOOST_AUTO_TEST_CASE(decode_window_eighths_unread) {
+    using attend::detail::core_kind;
+    attend::detail::pretend_core(core_kind::other);
+    constexpr std::size_t H = 2, N = 2100, D = 128;
+    auto q = std::make_unique<tensor<float, H, 1, D>>();
+    auto k0 = std::make_unique<tensor<bf16, H, N, D>>(), v0 = std::make_unique<tensor<bf16, H, N, D>>();
+    ref::fill(*q, 191);
+    ref::fill(*k0, 192);
+    ref::fill(*v0, 193);
+    const auto q0 = std::make_unique<tensor<float, H, 1, D>>(*q);
+    auto k = std::make_unique<tensor<bf16, H, N, D>>(), v = std::make_unique<tensor<bf16, H, N, D>>();
+    for (const auto& [len, win] : {std::pair<long, long>{300, 150}, {300, 200}, {400, 100}, {1100, 150}, {2000, 100}}) {
+        BOOST_TEST_CONTEXT("len " << len << ", window " << win) {
+            *k = *k0, *v = *v0;
+            for (std::size_t h = 0; h < H; ++h)
+                for (long j = 0; j < (len - win) / 32 * 32; ++j)
+                    for (std::size_t d = 0; d < D; ++d) (*k)(h, j, d) = bf16(NAN), (*v)(h, j, d) = bf16(NAN);
+            *q = *q0;
+            const auto j = attend::iota<2, H, 1, N>();
+            auto s = attend::matmul(*q, attend::transpose(*k)) * (1 / std::sqrt(double(D)));
+            *q = attend::matmul(attend::softmax(attend::masked_fill(s, (j >= len) || (j < len - win), -INFINITY)), *v);
+            for (std::size_t h = 0; h < H; ++h) {  // the double reference over the window's keys
+                std::vector<double> sc(N), o(D), oa(D);
+                double m = -INFINITY, l = 0;
+                for (long jj = len - win; jj < len; ++jj) {
+                    double x = 0;
+                    for (std::size_t d = 0; d < D; ++d) x += double((*q0)(h, 0, d)) * double(float((*k)(h, jj, d)));
+                    sc[jj] = x * (1 / std::sqrt(double(D)));
+                    m = std::max(m, sc[jj]);
+                }
+                for (long jj = len - win; jj < len; ++jj) {
+                    const double p = std::exp(sc[jj] - m);
+                    l += p;
+                    for (std::size_t d = 0; d < D; ++d) o[d] += p * double(float((*v)(h, jj, d))), oa[d] += p * std::abs(double(float((*v)(h, jj, d))));
+                }
+                for (std::size_t d = 0; d < D; ++d) {
+                    const double got = (*q)(h, 0, d), want = o[d] / l;
+                    BOOST_TEST(std::abs(got - want) <= 2e-5 * (oa[d] / l) + 1e-7, "head " << h << ", d " << d << ": got " << got << ", want " << want);
+                }
+            }
+        }
+    }
+    attend::detail::pretend_core(core_kind::automatic);
+}
+
 // bf16 Q, K and V with 3 to 15 queries: the decode nest's tile stages on pair dot products where
 // the target has AVX-512 BF16 (P rounded to bf16: the bound of expect_bf16_attention), over a
 // cache filled to a run-time length — empty, one key, eighths of a tile (37, 100), a tile's edge
