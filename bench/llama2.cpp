@@ -22,6 +22,7 @@
 #endif
 
 #include "llama2/model.hpp"
+#include "peak.hpp"
 #include "runc/runc.hpp"
 
 namespace {
@@ -125,21 +126,6 @@ void runc_tokens(benchmark::State& state) {
     set_threads(1);
 }
 
-// Sums n floats from p in four streams of two vectors each.
-float read_four_streams(const float* p, std::size_t n) {
-    using B = xsimd::batch<float>;
-    constexpr std::size_t W = B::size;
-    const std::size_t part = n / (4 * 2 * W) * (2 * W);
-    B acc[8] = {};
-    for (std::size_t i = 0; i < part; i += 2 * W)
-#pragma GCC unroll 8
-        for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_unaligned(p + u / 2 * part + i + u % 2 * W);
-    float s = 0;
-    for (std::size_t i = 4 * part; i < n; ++i) s += p[i];
-    for (auto& a : acc) s += xsimd::hadd(a);
-    return s;
-}
-
 // One token's floor: the weight bytes read once (with two threads: each reads half); Half: the
 // bytes of bf16 weights (half as many).
 template <class C, bool Shared, bool Half = false>
@@ -151,10 +137,10 @@ void floor_tokens(benchmark::State& state) {
     for (auto _ : state) {
         float s = 0;
         if (threads == 1) {
-            s = read_four_streams(w, n);
+            s = bench::read_once(w, n);
         } else {
 #pragma omp parallel for num_threads(2) reduction(+ : s)
-            for (int t = 0; t < 2; ++t) s += read_four_streams(w + std::size_t(t) * (n / 2), t == 0 ? n / 2 : n - n / 2);
+            for (int t = 0; t < 2; ++t) s += bench::read_once(w + std::size_t(t) * (n / 2), t == 0 ? n / 2 : n - n / 2);
         }
         benchmark::DoNotOptimize(s);
     }

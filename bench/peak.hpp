@@ -24,7 +24,7 @@ inline void fma_peak(benchmark::State& state) {
     state.counters["FLOPS"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The sum of n floats at w (64-byte aligned), read once as four streams (a quarter each; one
+// The sum of n floats at w, read once as four streams (a quarter each; one
 // sequential stream was measured 30 % slower on Zen 1, eight no faster than four), each summed
 // into two vector accumulators.
 inline float read_once(const float* w, std::size_t n) {
@@ -34,7 +34,7 @@ inline float read_once(const float* w, std::size_t n) {
     B acc[8] = {};
     for (std::size_t i = 0; i < part; i += 2 * W)
 #pragma GCC unroll 8
-        for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_aligned(w + u / 2 * part + i + u % 2 * W);
+        for (std::size_t u = 0; u < 8; ++u) acc[u] += B::load_unaligned(w + u / 2 * part + i + u % 2 * W);
     float s = 0;
     for (std::size_t i = 4 * part; i < n; ++i) s += w[i];
     for (auto& a : acc) s += xsimd::hadd(a);
