@@ -151,13 +151,14 @@ std::string explain(const E& e) {
             s += "  query tiles of " + std::to_string(G::QT) + " (SIMD lanes), key tiles of " + std::to_string(G::BN) +
                  "; S^T = K Q^T by a " + std::to_string(G::MR) + " x " + std::to_string(G::QT) + " register tile, O^T += V^T P^T by " +
                  std::to_string(G::MRV) + " x " + std::to_string(G::QT) + "\n";
-        if constexpr (MM::M <= DT::max_queries &&
-                      detail::decode_by_key<DT, F, std::remove_cvref_t<decltype(MM::b)>, std::remove_cvref_t<decltype(A::b)>, MM::M, MM::K>)
-            s += "  from DRAM: on Intel cores (g++ builds) by tiles of " + std::to_string(DT::run_BN) +
-                 " keys, K rows then V rows; with 16 registers on AMD cores before Zen 5 by tiles, scores over the tile's quarters and "
-                 "P V over its thirds; elsewhere, when the keys the masks leave fill the L3, key by key, K row, its score, V row\n";
-        else if constexpr (MM::M <= DT::max_queries &&
-                           detail::decode_quarters<DT, F, std::remove_cvref_t<decltype(MM::b)>, std::remove_cvref_t<decltype(A::b)>, MM::M, MM::K>)
+        using Kb = std::remove_cvref_t<decltype(MM::b)>;
+        using Vb = std::remove_cvref_t<decltype(A::b)>;
+        constexpr bool quarters = detail::decode_quarters<DT, F, Kb, Vb, MM::M, MM::K>;  // (16-register builds only)
+        if constexpr (MM::M <= DT::max_queries && detail::decode_by_key<DT, F, Kb, Vb, MM::M, MM::K>)
+            s += "  from DRAM: on Intel cores (g++ builds) by tiles of " + std::to_string(DT::run_BN) + " keys, K rows then V rows; " +
+                 (quarters ? "on AMD cores before Zen 5 by tiles, scores over the tile's quarters and P V over its thirds; " : "") +
+                 "elsewhere, when the keys the masks leave fill the L3, key by key, K row, its score, V row\n";
+        else if constexpr (MM::M <= DT::max_queries && quarters)
             s += "  on AMD cores before Zen 5 (16 registers): by tiles, scores over the tile's quarters and P V over its thirds\n";
         if constexpr (MM::M > DT::max_queries && G::rest_decodes)
             s += (G::rest == 1 ? std::string("  the last query") : "  the last " + std::to_string(G::rest) + " queries") +
