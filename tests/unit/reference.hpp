@@ -17,9 +17,9 @@ namespace ref {
 
 // The sweeps over query counts, row counts and broadcast shapes run in full in g++'s native build;
 // the builds for a second target of the same machine (unit.portable, unit.x86-64-v3: other vector
-// widths and register counts), clang++'s native build (the same paths) and the sanitizers' build
-// (memory errors sit at the edges) run their edges — each width's tails, one and two blocks, the largest — which keeps CI's compile
-// time within its budget (ATTEND_TEST_SWEEP_EDGES, tests/CMakeLists.txt).
+// widths and register counts), the aarch64 build and the sanitizers' build (memory errors sit at
+// the edges) run their edges — each width's tails, one and two blocks, the largest — which keeps
+// CI's compile time within its budget (ATTEND_TEST_SWEEP_EDGES, tests/CMakeLists.txt).
 #ifdef ATTEND_TEST_SWEEP_EDGES
 inline constexpr bool sweep_edges = true;
 #else
