@@ -2,8 +2,9 @@
 """Ratios from a Google Benchmark JSON file (run with --benchmark_repetitions=N).
 
 Benchmarks are named <case>_<implementation><template args>, e.g. expr_attend<64, 1024>. For each
-case and size it prints every implementation's median time, its ratio to attend (the `attend` or `fused`
-implementation; > 1: attend is faster) and, where a benchmark reports a FLOPS counter, its share of the fma_peak measured in the
+case and size (template arguments, and arguments after a slash) it prints every implementation's
+median time (or rate, where every implementation of the group reports items per second), its
+ratio to attend (the `attend` or `fused` implementation; > 1: attend is faster) and, where a benchmark reports a FLOPS counter, its share of the fma_peak measured in the
 same run.
 
     bench/report.py results.json [--markdown]
@@ -21,16 +22,19 @@ def main() -> None:
     for b in data["benchmarks"]:
         if b.get("aggregate_name", "median") != "median":
             continue
-        name = b.get("run_name", b["name"]).split("/")[0]
-        medians[name] = b
-    peak = next((b.get("FLOPS") for n, b in medians.items() if "fma_peak" in n), None)
+        # Arguments after a slash (tokens_attend/stories15M/1: a config and a thread count) are part
+        # of the size; Google Benchmark's own suffixes (/real_time, /min_time:..) are not.
+        base, *rest = b.get("run_name", b["name"]).split("/")
+        extra = [p for p in rest if p not in ("real_time", "process_time") and ":" not in p]
+        medians[(base, "/".join(extra))] = b
+    peak = next((b.get("FLOPS") for (n, _), b in medians.items() if "fma_peak" in n), None)
 
     groups = defaultdict(dict)
-    for name, b in medians.items():
+    for (name, extra), b in medians.items():
         m = re.match(r"(?:bench::)?([a-z0-9]+)_([a-z0-9_]+?)(<.*>)?$", name)
         if not m or m.group(1) == "fma":
             continue
-        case, impl, args = m.group(1), m.group(2), m.group(3) or ""
+        case, impl, args = m.group(1), m.group(2), (m.group(3) or "") + ("/" + extra if extra else "")
         groups[(case, args)][impl] = b
 
     if peak:
@@ -39,12 +43,18 @@ def main() -> None:
     rows = []
     for (case, args), impls in sorted(groups.items()):
         ref = impls.get("attend") or impls.get("fused")
+        # Rates where every implementation reports one (bench/llama2: tokens per second, its floor
+        # timed per token and the models per run of tokens)
+        rates = all("items_per_second" in b for b in impls.values())
         for impl, b in sorted(impls.items(), key=lambda kv: kv[0] not in ("attend", "fused")):
-            t = b["real_time"]
-            unit = b["time_unit"]
-            ratio = f"{t / ref['real_time']:.2f}x" if ref else "-"
+            if rates:
+                median = f"{b['items_per_second']:.4g} items/s"
+                ratio = f"{ref['items_per_second'] / b['items_per_second']:.2f}x" if ref else "-"
+            else:
+                median = f"{b['real_time']:.4g} {b['time_unit']}"
+                ratio = f"{b['real_time'] / ref['real_time']:.2f}x" if ref else "-"
             share = f"{100 * b['FLOPS'] / peak:.1f} %" if peak and "FLOPS" in b else "-"
-            rows.append([case, args, impl, f"{t:.4g} {unit}", ratio, share])
+            rows.append([case, args, impl, median, ratio, share])
     if markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
