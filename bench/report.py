@@ -4,8 +4,9 @@
 Benchmarks are named <case>_<implementation><template args>, e.g. expr_attend<64, 1024>. For each
 case and size (template arguments, and arguments after a slash) it prints every implementation's
 median time (or rate, where every implementation of the group reports items per second), its
-ratio to attend (the `attend` or `fused` implementation; > 1: attend is faster) and, where a benchmark reports a FLOPS counter, its share of the fma_peak measured in the
-same run.
+ratio to attend (the `attend` or `fused` implementation; > 1: attend is faster), where a benchmark
+reports a FLOPS counter its share of the fma_peak measured in the same run, and the ratios a
+benchmark measures itself (counters named x_per_y, as decode_paired's).
 
     bench/report.py results.json [--markdown]
 """
@@ -25,7 +26,7 @@ def main() -> None:
         # Arguments after a slash (tokens_attend/stories15M/1: a config and a thread count) are part
         # of the size; Google Benchmark's own suffixes (/real_time, /min_time:..) are not.
         base, *rest = b.get("run_name", b["name"]).split("/")
-        extra = [p for p in rest if p not in ("real_time", "process_time") and ":" not in p]
+        extra = [p for p in rest if p not in ("real_time", "process_time", "manual_time") and ":" not in p]
         medians[(base, "/".join(extra))] = b
     peak = next((b.get("FLOPS") for (n, _), b in medians.items() if "fma_peak" in n), None)
 
@@ -40,6 +41,13 @@ def main() -> None:
     if peak:
         print(f"FMA peak measured in this run: {peak / 1e9:.1f} GFLOP/s\n")
     header = ["case", "size", "implementation", "median", "attend speed-up", "share of peak"]
+    # Ratios a benchmark measures itself (counters named x_per_y: decode_paired's attend_per_read)
+    def own_ratios(b):
+        return ", ".join(f"{k.replace('_per_', ' / ')} {v:.3f}" for k, v in sorted(b.items())
+                         if "_per_" in k and k not in ("bytes_per_second", "items_per_second") and isinstance(v, float))
+    with_ratios = any(own_ratios(b) for impls in groups.values() for b in impls.values())
+    if with_ratios:
+        header.append("its own ratios")
     rows = []
     for (case, args), impls in sorted(groups.items()):
         ref = impls.get("attend") or impls.get("fused")
@@ -54,7 +62,7 @@ def main() -> None:
                 median = f"{b['real_time']:.4g} {b['time_unit']}"
                 ratio = f"{b['real_time'] / ref['real_time']:.2f}x" if ref else "-"
             share = f"{100 * b['FLOPS'] / peak:.1f} %" if peak and "FLOPS" in b else "-"
-            rows.append([case, args, impl, median, ratio, share])
+            rows.append([case, args, impl, median, ratio, share] + ([own_ratios(b) or "-"] if with_ratios else []))
     if markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
