@@ -15,8 +15,10 @@
 // over a KV cache K, V (HKV, NMAX, D) filled to a run-time length, against Eigen (S = Q K^T, row
 // softmax, P V per KV head) and a per-key loop in the style of llama.cpp's CPU flash_attn_ext
 // (per query: online softmax key by key, vectorised along D). The floor reads the cache up to len.
-// decode_paired<...> times attend, the floor and the per-key loop in turn in every iteration and
-// reports attend / read and attend / per-key as counters: ratios the host's drift cancels from.
+// decode_paired<...> times attend, the floor and the per-key loop in turn in every iteration (in
+// each of their six orders in rotation) and reports attend / read and attend / per-key as
+// counters: ratios the host's drift cancels from, each read after the others have passed through
+// the caches.
 //
 // Before any timing, main() checks every implementation against a double-precision loop and
 // refuses to time wrong code.
@@ -130,12 +132,19 @@ void run_bench(benchmark::State& state) {
 }
 
 // The floor: every float of a K x N weight read once (bench::read_once).
+// The floor's buffer: n floats on huge pages, filled.
+template <std::size_t n>
+attend::huge_ptr<attend::tensor<float, n>> floor_buffer() {
+    auto buffer = attend::make_huge<attend::tensor<float, n>>();
+    for (std::size_t k = 0; k < n; ++k) buffer->data()[k] = fill_value(k, 2);
+    return buffer;
+}
+
 template <std::size_t K, std::size_t N>
 void read_floor(benchmark::State& state) {
     constexpr std::size_t n = K * N;
-    const auto buffer = attend::make_huge<attend::tensor<float, n>>();
-    float* w = buffer->data();
-    for (std::size_t k = 0; k < n; ++k) w[k] = fill_value(k, 2);
+    const auto buffer = floor_buffer<n>();
+    const float* w = buffer->data();
     for (auto _ : state) benchmark::DoNotOptimize(bench::read_once(w, n));
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
 }
@@ -277,37 +286,33 @@ void decode_paired(benchmark::State& state) {
     auto impl = std::make_unique<decode_attend<HKV, G, D, NMAX>>(LEN);
     auto perkey = std::make_unique<decode_perkey<HKV, G, D, NMAX>>(LEN);
     constexpr std::size_t n = 2 * HKV * LEN * D;
-    const auto buffer = attend::make_huge<attend::tensor<float, n>>();
-    float* w = buffer->data();
-    for (std::size_t k = 0; k < n; ++k) w[k] = fill_value(k, 2);
-    auto seconds = [](auto&& step) {
-        const auto t0 = std::chrono::steady_clock::now();
-        step();
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto buffer = floor_buffer<n>();
+    const float* w = buffer->data();
+    // The three steps, and the seconds each has taken over all iterations
+    auto step = [&](int which) {
+        if (which == 0) benchmark::DoNotOptimize(bench::read_once(w, n));
+        else if (which == 1) impl->run();
+        else perkey->run();
+        benchmark::ClobberMemory();
     };
-    double read = 0, ours = 0, loop = 0;
+    double sum[3] = {};
     // the three in each of the six orders in turn, so that each follows each of the others as
     // often (what one leaves in a large L3 can favour the next)
     constexpr int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
     std::size_t turn = 0;
     for (auto _ : state) {
-        double t = 0;
+        double attend_seconds = 0;
         for (const int which : orders[turn++ % 6]) {
-            if (which == 0) read += seconds([&] { benchmark::DoNotOptimize(bench::read_once(w, n)); });
-            else if (which == 1) t = seconds([&] {
-                    impl->run();
-                    benchmark::ClobberMemory();
-                });
-            else loop += seconds([&] {
-                    perkey->run();
-                    benchmark::ClobberMemory();
-                });
+            const auto t0 = std::chrono::steady_clock::now();
+            step(which);
+            const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            sum[which] += t;
+            if (which == 1) attend_seconds = t;
         }
-        ours += t;
-        state.SetIterationTime(t);
+        state.SetIterationTime(attend_seconds);
     }
-    state.counters["attend_per_read"] = ours / read;
-    state.counters["attend_per_perkey"] = ours / loop;
+    state.counters["attend_per_read"] = sum[1] / sum[0];
+    state.counters["attend_per_perkey"] = sum[1] / sum[2];
 }
 
 template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
