@@ -891,12 +891,13 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 
 // Whether one query over a float cache from DRAM (decode_by_key) takes the tile stages without
 // requests, reading its K rows and then its V rows in runs of 2048 keys, one memory stream at a
-// time: on Intel cores when g++ compiles this (an Intel Xeon VM, 32 x 1 heads over 4000 keys,
-// bench/decode: g++ 1.25-1.73x the read -> 1.15-1.46x; tiles with requests 1.29-1.62x). clang++'s
-// stream requesting rows ahead read it at 1.15-1.28x, its runs at 1.14-1.35x (docs/performance.md,
-// 2026-11-30 afternoon). Elsewhere the stream, or key by key when the live
-// keys fill the L3 (Zen 5 measured those; the runs are unmeasured there).
-inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
+// time: on Intel cores and Zen 5 when g++ compiles this (32 x 1 heads over 4000 keys,
+// bench/decode, g++: an Intel Xeon VM 1.25-1.73x the read -> 1.15-1.46x, tiles with requests
+// 1.29-1.62x; Zen 5, decode_paired, 1.64-1.68x -> 1.20-1.33x, the per-key loop's time 1.12-1.51x
+// -> 0.99-1.03x). clang++'s stream requesting rows ahead read it at 1.15-1.28x on Intel, its runs
+// at 1.14-1.35x (docs/performance.md, 2026-11-30 afternoon and 2026-12-02 afternoon). Elsewhere
+// the stream, or key by key when the live keys fill the L3.
+inline bool key_runs() noexcept { return key_runs_built && (intel_core() || amd_zen5_or_later()); }
 
 // Whether one query key by key (decode_per_key) takes a tile's halves in turn: on AMD cores
 // before Zen 5 and unknown ones, where a tile's K and V read as four streams, not two, kept the
