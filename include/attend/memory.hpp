@@ -29,8 +29,8 @@ namespace memory_detail {  // (not `detail`: that one is per target, in config.h
 inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 
 // Objects of at least a huge page: on pages aligned to one (the start staggered: next_stagger),
-// the size rounded up to whole pages, and advised for transparent huge pages (Linux, where the kernel's mode is `madvise` or `always`);
-// smaller ones: aligned to a cache line.
+// the size rounded up to whole pages, and advised for transparent huge pages (Linux, where the
+// kernel's mode is `madvise` or `always`); smaller ones: aligned to a cache line.
 inline std::size_t huge_alignment(std::size_t bytes, std::size_t align) noexcept {
     const std::size_t a = bytes >= huge_page_bytes ? huge_page_bytes : std::size_t{64};
     return a > align ? a : align;
@@ -42,6 +42,10 @@ inline std::size_t huge_alignment(std::size_t bytes, std::size_t align) noexcept
 // 8000 keys, K and V each on its own pages: 0.83-0.95x the time of both at a page's start
 // (docs/performance.md, 2026-12-02 afternoon).
 inline constexpr std::size_t stagger_bytes = 4096 + 192, staggers = 16;
+// Whether huge_allocate(bytes, align) staggers the start (then it lies in the first huge page).
+inline bool staggered(std::size_t bytes, std::size_t align) noexcept {
+    return huge_alignment(bytes, align) == huge_page_bytes && align <= 64;
+}
 inline std::size_t next_stagger() noexcept {
     static std::atomic<std::size_t> count{0};
     return count.fetch_add(1, std::memory_order_relaxed) % staggers * stagger_bytes;
@@ -51,7 +55,7 @@ inline std::size_t next_stagger() noexcept {
 // std::bad_alloc, or without exceptions stops the program with a message. Free with huge_free.
 inline void* huge_allocate(std::size_t bytes, std::size_t align = 64) {
     const std::size_t a = huge_alignment(bytes, align);
-    const std::size_t skip = a == huge_page_bytes && align <= 64 ? next_stagger() : 0;
+    const std::size_t skip = staggered(bytes, align) ? next_stagger() : 0;
     const bool fits = bytes <= std::size_t(-1) - a - skip;  // (else rounding up would wrap)
     const std::size_t rounded = bytes == 0 ? a : (bytes + skip + a - 1) / a * a;
     void* p = fits ? std::aligned_alloc(a, rounded) : nullptr;
@@ -67,9 +71,9 @@ inline void* huge_allocate(std::size_t bytes, std::size_t align = 64) {
 #endif
     return static_cast<char*>(p) + skip;
 }
-// Frees what huge_allocate(bytes, align) gave (a staggered start lies in its first huge page).
+// Frees what huge_allocate(bytes, align) gave.
 inline void huge_free(void* p, std::size_t bytes, std::size_t align = 64) noexcept {
-    if (p != nullptr && huge_alignment(bytes, align) == huge_page_bytes)
+    if (p != nullptr && staggered(bytes, align))
         p = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{huge_page_bytes - 1});
     std::free(p);
 }

@@ -10,7 +10,7 @@
 //            with 16 registers three rows at a time from the tile's thirds, the outputs in L1.
 // One or two queries run every stage per W-key block with the outputs in registers
 // (decode_stream; one query over live keys that fill the L3 goes key by key: decode_per_key;
-// one query over a float cache from DRAM on Intel cores in g++ builds takes the tile stages over
+// one query over a float cache from DRAM on Intel cores and Zen 5 in g++ builds takes the tile stages over
 // tiles of 2048 keys: key_runs; with 16 registers on AMD cores before Zen 5 as well: quarter_runs);
 // more run the stages tile by tile, in groups of queries (with bf16 Q and K where the OS grants
 // AMX tiles, the scores on tiles: amx_decode_scores).
