@@ -108,6 +108,17 @@ struct matvec_tiling {
     // streams such a weight faster without them (float 4096^2, g++ 1.50-1.53 -> 1.33-1.37 ms,
     // clang++ 1.79-1.82 -> 1.38), as do Intel cores: the plan asks the machine (`with_weight_requests`).
     static constexpr std::size_t rows_ahead(std::size_t bytes) { return rows_per_step_unchunked(bytes) == 8 ? 16 : 0; }
+    // rows_k with 8 rows per step and a 16-bit weight, on Zen 5: each weight line also requests the
+    // line `row_lead` bytes on in its row into L1, and a step's last chunks request the first
+    // row_lead bytes of the next step's rows (no earlier line of theirs does). Widened, a line
+    // takes four instructions where a float line takes one, so fewer lines are in flight behind a
+    // miss: the kernel read 1.3-1.6x as long as a cold read of its bytes, the same work in four
+    // long streams 1.01x (Zen 5, 4096^2 bf16, 2026-12-02). With the requests, alternated 300 times
+    // in one process: cold (10 weights in turn) g++ 1410 -> 1267 µs (0.90x, quartiles 0.84-0.97),
+    // clang++ 1447 -> 1313 (0.90x); one weight over and over 0.94x and 0.92x. 256 to 1024 bytes on
+    // ran level; either half alone gained ~3 %, requests into L2 (T1) or 2-4 KiB on lost; float
+    // weights (which run near their read) gained ~3 %, within the noise, so take none.
+    static constexpr std::size_t row_lead(std::size_t bytes) { return element < sizeof(F) && rows_per_step_unchunked(bytes) == 8 ? 512 : 0; }
     // rows_k: a weight of up to 32 KiB (in L1), or one in L2 with two rows of x (or with one, a
     // 16-bit weight that takes no chunks), keeps the sums of NV vectors of columns in registers
     // over all of K (axpy_columns), given 32 registers (with 16 the sums and the weight vectors do
@@ -277,8 +288,9 @@ inline void axpy_tail(const F* x, std::size_t ldx, const T* w, std::size_t ldk, 
 // y[m][c .. c + V W) += sum over u < U of x[m][u] * w[u * ldk + c ..]: one chunk of V vectors of
 // columns, its M x V sums loaded from y, the U weight rows' segments added row after row, stored
 // back (bf16: pairs of vectors widened into even and odd columns; a chunk of one vector widens in
-// order). Ahead > 0: each weight vector requests the same columns of the row Ahead rows on into L2.
-template <class B, std::size_t M, std::size_t U, std::size_t V, std::size_t Ahead, class F, class T>
+// order). Ahead > 0: each weight vector requests the same columns of the row Ahead rows on into L2;
+// Lead > 0: the line Lead bytes on in its row into L1.
+template <class B, std::size_t M, std::size_t U, std::size_t V, std::size_t Ahead, std::size_t Lead, class F, class T>
 __attribute__((always_inline)) inline void axpy_chunk(const B (&xb)[M][U], const T* w, std::size_t ldk, F* y, std::size_t ldy) noexcept {
     constexpr std::size_t W = simd::lanes<B>, NE = even_odd_columns<B, T> ? V / 2 * 2 : 0;
     constexpr std::size_t step = NE > 0 ? 2 : 1;  // vectors a request covers (one line)
@@ -292,6 +304,9 @@ __attribute__((always_inline)) inline void axpy_chunk(const B (&xb)[M][U], const
         if constexpr (Ahead > 0)
 #pragma GCC unroll 16
             for (std::size_t v = 0; v < V; v += step) __builtin_prefetch(w + (u + Ahead) * ldk + v * W, 0, 2);
+        if constexpr (Lead > 0)
+#pragma GCC unroll 16
+            for (std::size_t v = 0; v < V; v += step) __builtin_prefetch(w + u * ldk + v * W + Lead / sizeof(T), 0, 3);
         // each weight vector (pair, widened) into every row's sums as it is loaded: held all at
         // once, the weight vectors and the sums would not fit in the registers. With several rows
         // of x it is held in a register, else g++ folds its load into every row's FMA (three rows,
@@ -320,17 +335,30 @@ __attribute__((always_inline)) inline void axpy_chunk(const B (&xb)[M][U], const
 
 // The vectors of columns from c on that axpy_rows' whole chunks left (fewer than 2 Width), in
 // chunks of Width, Width / 2 .. (bf16: down to pairs).
-template <class B, std::size_t M, std::size_t U, std::size_t Width, std::size_t Ahead, class F, class T>
+template <class B, std::size_t M, std::size_t U, std::size_t Width, std::size_t Ahead, std::size_t Lead, class F, class T>
 __attribute__((always_inline)) inline void axpy_rest(const B (&xb)[M][U], const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy,
                                                      std::size_t& c) noexcept {
     constexpr std::size_t W = simd::lanes<B>;
     if constexpr (Width >= (even_odd_columns<B, T> ? 2 : 1)) {
         if (c + Width * W <= ncols) {
-            axpy_chunk<B, M, U, Width, Ahead>(xb, w + c, ldk, y + c, ldy);
+            axpy_chunk<B, M, U, Width, Ahead, Lead>(xb, w + c, ldk, y + c, ldy);
             c += Width * W;
         }
-        axpy_rest<B, M, U, Width / 2, Ahead>(xb, w, ldk, ncols, y, ldy, c);
+        axpy_rest<B, M, U, Width / 2, Ahead, Lead>(xb, w, ldk, ncols, y, ldy, c);
     }
+}
+
+// The first Lead bytes of the U weight rows after the U at w (the next step's), which no earlier
+// line of theirs requests: the chunk of Cols columns at c, if within Lead bytes of the segment's
+// end (ncols), requests as many lines of them as it reads, from where the last chunk left off.
+template <std::size_t U, std::size_t Cols, std::size_t Lead, class T>
+__attribute__((always_inline)) inline void request_heads(const T* w, std::size_t ldk, std::size_t c, std::size_t ncols) noexcept {
+    constexpr std::size_t line = 64 / sizeof(T);  // columns a request covers
+    if (const std::size_t left = ncols - c; left <= Lead / sizeof(T))
+#pragma GCC unroll 16
+        for (std::size_t u = 0; u < U; ++u)
+#pragma GCC unroll 4
+            for (std::size_t l = 0; l < Cols; l += line) __builtin_prefetch(w + (U + u) * ldk + Lead / sizeof(T) - left + l, 0, 3);
 }
 
 // y[m][c] += sum over u < U of x[m][u] * w[u * ldk + c], for m < M and c < ncols: U weight rows
@@ -340,18 +368,23 @@ __attribute__((always_inline)) inline void axpy_rest(const B (&xb)[M][U], const 
 // a weight in L2 at 0.6x the speed of one stream (Zen 5, 288 x 768: 7.9 against 5.0 µs for chunks
 // of 16 vectors of two rows). Every column's sum takes the rows in order whatever the chunk.
 // The broadcasts of x are locals (stores to y may alias anything reached through a pointer).
-template <class B, std::size_t M, std::size_t U, std::size_t Vmin, std::size_t Ahead, class F, class T>
+// Lead > 0: the chunks within Lead bytes of the segment's end also request the first Lead bytes of
+// the next U rows (request_heads).
+template <class B, std::size_t M, std::size_t U, std::size_t Vmin, std::size_t Ahead, std::size_t Lead, class F, class T>
 __attribute__((noinline)) void axpy_rows(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) noexcept {
     constexpr std::size_t W = simd::lanes<B>, H = even_odd_columns<B, T> ? 2 : 1, V = std::max(Vmin, H);
     B xb[M][U];
     for (std::size_t m = 0; m < M; ++m)
         for (std::size_t u = 0; u < U; ++u) xb[m][u] = B(x[m * ldx + u]);
     std::size_t c = 0;
-    for (; c + V * W <= ncols; c += V * W) axpy_chunk<B, M, U, V, Ahead>(xb, w + c, ldk, y + c, ldy);
-    axpy_rest<B, M, U, V / 2, Ahead>(xb, w, ldk, ncols, y, ldy, c);
+    for (; c + V * W <= ncols; c += V * W) {
+        if constexpr (Lead > 0) request_heads<U, V * W, Lead>(w, ldk, c, ncols);
+        axpy_chunk<B, M, U, V, Ahead, Lead>(xb, w + c, ldk, y + c, ldy);
+    }
+    axpy_rest<B, M, U, V / 2, Ahead, Lead>(xb, w, ldk, ncols, y, ldy, c);
     if constexpr (H == 2)  // one vector of columns left, in order
         if (c + W <= ncols) {
-            axpy_chunk<B, M, U, 1, Ahead>(xb, w + c, ldk, y + c, ldy);
+            axpy_chunk<B, M, U, 1, Ahead, Lead>(xb, w + c, ldk, y + c, ldy);
             c += W;
         }
     axpy_tail<M>(x, ldx, w, ldk, U, c, ncols, y, ldy);
@@ -419,11 +452,16 @@ inline constexpr bool weight_requests_built = simd::vector_registers<> >= 32;
 #else
 inline constexpr bool weight_requests_built = true;
 #endif
-template <std::size_t Ahead, class Panel>
+// Lead (bytes on in each row, matvec_tiling::row_lead): panel.template operator()<0, Lead>() on
+// Zen 5 instead, where it was measured.
+template <std::size_t Ahead, std::size_t Lead, class Panel>
 inline void with_weight_requests(const Panel& panel) {
-    if constexpr (Ahead > 0 && weight_requests_built)
-        if (!amd_zen5_or_later() && !intel_core()) return panel.template operator()<Ahead>();
-    panel.template operator()<0>();
+    if constexpr ((Ahead > 0 || Lead > 0) && weight_requests_built) {
+        const bool zen5 = amd_zen5_or_later();
+        if (Ahead > 0 && !zen5 && !intel_core()) return panel.template operator()<Ahead, 0>();
+        if (Lead > 0 && zen5) return panel.template operator()<0, Lead>();
+    }
+    panel.template operator()<0, 0>();
 }
 
 // A finished panel's sums of a bf16 weight (blocks of 2W kept as even then odd columns) put in
@@ -438,14 +476,15 @@ inline void columns_in_order(F* y, std::size_t ldy, std::size_t ncols) noexcept 
 }
 
 // rows_k panel: y[m][c] = sum over k of x[m][k] * w[k * ldk + c] (Ahead: rows requested ahead,
-// never past the weight's last).
-template <class B, std::size_t M, std::size_t K, std::size_t U, std::size_t V, std::size_t Ahead, class F, class T>
+// Lead: bytes on in each row and the next step's first; never past the weight's last row).
+template <class B, std::size_t M, std::size_t K, std::size_t U, std::size_t V, std::size_t Ahead, std::size_t Lead, class F, class T>
 void axpy_panel(const F* x, std::size_t ldx, const T* w, std::size_t ldk, std::size_t ncols, F* y, std::size_t ldy) {
+    constexpr std::size_t beyond = Ahead > 0 ? Ahead : Lead > 0 ? U : 0;  // rows past a step that its requests reach
     std::fill(y, y + M * ldy, F(0));
     std::size_t k = 0;
-    for (; k + U + Ahead <= K; k += U) axpy_rows<B, M, U, V, Ahead>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
-    for (; k + U <= K; k += U) axpy_rows<B, M, U, V, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
-    for (; k < K; ++k) axpy_rows<B, M, 1, V, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U + beyond <= K; k += U) axpy_rows<B, M, U, V, Ahead, Lead>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k + U <= K; k += U) axpy_rows<B, M, U, V, 0, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
+    for (; k < K; ++k) axpy_rows<B, M, 1, V, 0, 0>(x + k, ldx, w + k * ldk, ldk, ncols, y, ldy);
     columns_in_order<B, M, T>(y, ldy, ncols);
 }
 
@@ -888,8 +927,8 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         [[maybe_unused]] auto float_rows_k = [&](const auto* xf, std::size_t ldxf) {  // (generic: instantiated only where called)
             auto rows = [&] {
                 if constexpr (G::grouped) axpy_group_panel<B, M, K, G::GU, G::MG, G::GV>(xf, ldxf, w, ldw, ncols, y, LD);
-                else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() {
-                    axpy_panel<B, M, K, G::rows_per_step(bytes), G::chunk_vectors(bytes), Ahead>(xf, ldxf, w, ldw, ncols, y, LD);
+                else with_weight_requests<G::rows_ahead(bytes), G::row_lead(bytes)>([&]<std::size_t Ahead, std::size_t Lead>() {
+                    axpy_panel<B, M, K, G::rows_per_step(bytes), G::chunk_vectors(bytes), Ahead, Lead>(xf, ldxf, w, ldw, ncols, y, LD);
                 });
             };
             if constexpr (G::sums_in_registers(bytes)) axpy_columns<B, M, G::NV, K>(xf, ldxf, w, ldw, ncols, y, LD);
@@ -907,7 +946,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
             auto pair_rows_k = [&] {
                 if constexpr (G::pair_sums_in_registers(bytes)) pair_axpy_columns<B, M, G::pair_chunks, K>(x, ldx, w, ldw, ncols, y, LD);
-                else with_weight_requests<G::rows_ahead(bytes)>([&]<std::size_t Ahead>() { pair_axpy_panel<B, M, K, G::rows_per_step_unchunked(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
+                else with_weight_requests<G::rows_ahead(bytes), 0>([&]<std::size_t Ahead, std::size_t>() { pair_axpy_panel<B, M, K, G::rows_per_step_unchunked(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
             };
             if constexpr (M * K * sizeof(F) <= config::stack_budget || config::heap_allowed) {
                 if (!pair_products_pay()) {  // x widened exactly, the float-x kernels
