@@ -857,7 +857,7 @@ __attribute__((always_inline)) inline void dot_block(const F* q, const T* k, std
     // and the FMAs' latency held the stage at about 37 % of the FMA peak (Zen 5, 8 x 4 heads over
     // 1000 keys in L3: 144-148 -> 125-127 µs with g++, 185-202 -> 164-168 with clang++). From DRAM
     // the rows stay whole, one after another (interleaved, 8 x 4 heads over 8000 keys took 1.1x as long).
-    constexpr bool interleaved = from_l1 && unrolled && !Split && Ahead > 0;
+    constexpr bool interleaved = from_l1 && Unroll && Ahead > 0;
     alignas(64) V part[NQ][W];
     B h[NQ][W / G];  // each group's G sums in lanes 0 .. G-1
     B qr[q_regs ? NQ : 1][q_regs ? QV : 1];  // bf16 queries: their pairs' bits
