@@ -1111,8 +1111,9 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
 
 // Caches of 32 MiB and more as each core would run them (eval/machine.hpp, taken on any
 // machine): one query's stream requesting its rows ahead (Zen 5 and Intel cores) or not
-// (others); one query over a float cache by tiles of 2048 keys requesting nothing (Intel cores,
-// g++), by tiles whose scores read their quarters (others, with 16 registers), or the stream;
+// (others); one query over a float cache key by key (Zen 5), by tiles of 2048 keys requesting
+// nothing (Intel cores, g++), by tiles whose scores read their quarters (others, with 16
+// registers), or the stream;
 // four queries' tile stages requesting the next tile, the scores with a block's rows unrolled
 // (Intel cores) or in a loop, over float and bf16 rows, the same bits either way.
 BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
@@ -1124,7 +1125,8 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
         BOOST_TEST_CONTEXT("core " << int(kind)) {
             attend::detail::pretend_core(kind);
             BOOST_TEST(attend::detail::scores_unrolled() == (kind == core_kind::intel));
-            BOOST_TEST(attend::detail::key_runs() == (kind != core_kind::other && !attend::detail::compiled_by_clang));
+            BOOST_TEST(attend::detail::key_runs() == (kind == core_kind::intel && !attend::detail::compiled_by_clang));
+            BOOST_TEST(attend::detail::per_key_from_dram() == (kind == core_kind::amd_zen5));
             BOOST_TEST(attend::detail::quarter_runs() == (kind == core_kind::other));
             check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
             check_decode_16<float, float, float, 8, 1, NF, 128>(159);  // two tiles of 2048 keys and 256
@@ -1151,7 +1153,7 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
 // right).
 namespace {
 template <class T, std::size_t HKV, std::size_t G, std::size_t NMAX>
-void check_cache_lengths(int seed) {
+void check_cache_lengths(int seed, bool rising = false) {
     constexpr std::size_t D = 128;
     using TQ = tensor<float, HKV, G, D>;
     using TK = tensor<T, HKV, NMAX, D>;
@@ -1179,6 +1181,16 @@ void check_cache_lengths(int seed) {
             expect_attention(*q, *q0, *k, *v, 2e-5, len);
         }
     }
+    if (rising) {  // scores rising key after key: every key moves the maximum (and rescales O)
+        ref::fill(*v, seed + 2);
+        for (std::size_t b = 0; b < HKV; ++b)
+            for (std::size_t j = 0; j < NMAX; ++j)
+                for (std::size_t d = 0; d < D; ++d) (*k)(b, j, d) = T(float((*q0)(b, 0, d)) * float(j) * (8.0f / NMAX));
+        *q = *q0;
+        auto s = attend::matmul(*q, attend::transpose(*k)) * (1 / std::sqrt(float(D)));
+        *q = attend::matmul(attend::softmax(attend::masked_fill(s, attend::iota<2, HKV, G, NMAX>() >= std::int64_t(NMAX), -INFINITY)), *v);
+        expect_attention(*q, *q0, *k, *v, 2e-5);
+    }
     const std::string how = attend::explain(attend::scaled_dot_product_attention(*q, *k, *v));
     const bool quarters = G == 1 && attend::simd::key_quarter_rows<B, float, T, 1, D>;
     BOOST_TEST((how.find("quarters") != std::string::npos) == quarters, how);
@@ -1204,6 +1216,19 @@ BOOST_AUTO_TEST_CASE(decode_cache_lengths) {
 // window mask — keys [len - win, len) — whose tiles keep 3 to 6 live eighths: the eighths the
 // window rules out before it are never read (their rows hold NaN), so the output is that of the
 // window's keys alone. Written over Q itself (the destination on the right).
+// One query over a float cache from DRAM key by key (Zen 5's plan, decode_per_key): every length
+// edge, and scores rising key after key, so that the rescale the loop takes only when the maximum
+// moves runs at every key.
+BOOST_AUTO_TEST_CASE(decode_key_by_key) {
+    using attend::detail::core_kind;
+    attend::detail::pretend_core(core_kind::amd_zen5);
+    BOOST_TEST(attend::detail::per_key_from_dram());
+    BOOST_TEST(!attend::detail::key_runs());
+    BOOST_TEST_REQUIRE(2 * 8 * 8448 * 128 * sizeof(float) >= attend::detail::request_ahead_bytes());
+    check_cache_lengths<float, 8, 1, 8448>(191, true);
+    attend::detail::pretend_core(core_kind::automatic);
+}
+
 BOOST_AUTO_TEST_CASE(decode_window_eighths_unread) {
     using attend::detail::core_kind;
     attend::detail::pretend_core(core_kind::other);

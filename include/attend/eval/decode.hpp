@@ -9,9 +9,10 @@
 //   P V:     O = alpha O + P V_tile, V rows read whole and in order, in place (16-bit widened);
 //            with 16 registers three rows at a time from the tile's thirds, the outputs in L1.
 // One or two queries run every stage per W-key block with the outputs in registers
-// (decode_stream; one query over live keys that fill the L3 goes key by key: decode_per_key;
-// one query over a float cache from DRAM on Intel cores and Zen 5 in g++ builds takes the tile stages over
-// tiles of 2048 keys: key_runs; with 16 registers on AMD cores before Zen 5 as well: quarter_runs);
+// (decode_stream; one query over a float cache goes key by key from DRAM on Zen 5, elsewhere when
+// its live keys fill the L3: decode_per_key; from DRAM on Intel cores in g++ builds it takes the
+// tile stages over tiles of 2048 keys: key_runs; with 16 registers on AMD cores before Zen 5 as
+// well: quarter_runs);
 // more run the stages tile by tile, in groups of queries (with bf16 Q and K where the OS grants
 // AMX tiles, the scores on tiles: amx_decode_scores).
 // Key tiles the score tree's masks rule out (j >= len, causal, j >= lens) are never touched. When
@@ -801,8 +802,10 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
 // row j, its score, the score tree at key j alone, then V row j — so that K and V stream side
 // by side with nothing between them (the W-key stream reads K a block ahead of V and stops for
 // the block's softmax: 1.05-1.2x slower from DRAM, 1.5-1.7x faster in cache; docs/performance.md,
-// 2026-11-27 night). The online softmax runs in vector lanes, every lane holding m, l and the
-// probability: no call to a scalar exp, so the outputs stay in registers. Keys the tree masks
+// 2026-11-27 night). The online softmax runs in vector lanes, every lane holding l and the
+// probability: no call to a scalar exp. The outputs are rescaled only when the maximum moves (a
+// branch rarely taken), so a key costs one exponential: with the rescale every key, the loop was
+// 1.35-1.4x slower than a plain per-key loop from DRAM on Zen 5 (2026-12-07). Keys the tree masks
 // (-inf) take no part; only the first n keys are read. Halves: the keys of [0, h) and [h, n) in
 // turn (per_key_halves), K and V read as four ascending streams, not two.
 template <class B, std::size_t D, std::size_t DV, class F, class Tree, std::size_t Rs>
@@ -812,12 +815,13 @@ __attribute__((always_inline)) inline void decode_per_key(const F* q, const F* k
     constexpr std::size_t W = simd::lanes<B>, QV = D / W, NV = DV / W;
     static_assert(D % W == 0 && DV % W == 0);
     constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
-    B qr[QV], o[NV], m(s.m[0]), l(s.l[0]);
+    B qr[QV], o[NV], l(s.l[0]);
+    F m = s.m[0];                      // the running maximum (units of 8 log2(e))
+    B shift(m == ninf ? F(0) : m);     // the shift the probabilities take
+    F largest = ninf;                  // the largest finite score seen (units of 8 log2(e))
     for (std::size_t d = 0; d < QV; ++d) qr[d] = B::load_unaligned(q + d * W);
     for (std::size_t c = 0; c < NV; ++c) o[c] = B::load_unaligned(s.o + c * W);
-    const std::size_t h = halves ? (n + 1) / 2 : n;
-    for (std::size_t x = 0; x < n; ++x) {
-        const std::size_t j = halves ? x / 2 + x % 2 * h : x;
+    auto key = [&](std::size_t j) __attribute__((always_inline)) {
         B a0(F(0)), a1(F(0));  // two chains of FMAs
         for (std::size_t d = 0; d + 1 < QV; d += 2)
             a0 = simd::fma(qr[d], simd::load<B>(k + j * ldk + d * W), a0), a1 = simd::fma(qr[d + 1], simd::load<B>(k + j * ldk + (d + 1) * W), a1);
@@ -825,15 +829,31 @@ __attribute__((always_inline)) inline void decode_per_key(const F* q, const F* k
         st[j] = simd::reduce_add(a0 + a1);  // read back by the tree
         pos.idx[Rs - 1] = j0 + j;
         const F sv = read<F>(t, pos);
-        if (sv == ninf) continue;
-        if (sv != -ninf) check_tile_max(sv * L8);
-        B shift;
-        const B alpha = advance_max(m, B(sv == sv ? sv * L8 : ninf), shift);  // a NaN score does not move the maximum
+        if (sv == ninf) return;
+        // The maximum moves (or the score is NaN) only now and then: the rescale of what came
+        // before runs only then, so the common key costs one exponential and no multiplies of O.
+        if (!(sv * L8 <= m)) [[unlikely]] {
+            if (sv != -ninf) largest = std::max(largest, sv * L8);  // (checked after the loop: no call in it)
+            const F mn = running_max8(m, sv == sv ? sv * L8 : ninf);  // a NaN score does not move the maximum
+            const F sh = mn == ninf ? F(0) : mn;
+            const B alpha = simd::exp2_eighths(B(m - sh));
+            for (std::size_t c = 0; c < NV; ++c) o[c] = o[c] * alpha;
+            l = l * alpha;
+            m = mn, shift = B(sh);
+        }
         const B p = simd::exp_shifted(B(sv), shift);
-        l = simd::fma(l, alpha, p);
-        for (std::size_t c = 0; c < NV; ++c) o[c] = simd::fma(p, simd::load<B>(v + j * ldv + c * W), o[c] * alpha);
-    }
-    s.m[0] = m.get(0), s.l[0] = l.get(0);
+        l = l + p;
+        for (std::size_t c = 0; c < NV; ++c) o[c] = simd::fma(p, simd::load<B>(v + j * ldv + c * W), o[c]);
+    };
+    if (!halves)
+        for (std::size_t j = 0; j < n; ++j) key(j);
+    else
+        for (std::size_t x = 0, h = (n + 1) / 2; x < h; ++x) {
+            key(x);
+            if (h + x < n) key(h + x);
+        }
+    check_tile_max(largest);
+    s.m[0] = m, s.l[0] = l.get(0);
     for (std::size_t c = 0; c < NV; ++c) o[c].store_unaligned(s.o + c * W);
 }
 
@@ -891,13 +911,19 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 
 // Whether one query over a float cache from DRAM (decode_by_key) takes the tile stages without
 // requests, reading its K rows and then its V rows in runs of 2048 keys, one memory stream at a
-// time: on Intel cores and Zen 5 when g++ compiles this (32 x 1 heads over 4000 keys,
-// bench/decode, g++: an Intel Xeon VM 1.25-1.73x the read -> 1.15-1.46x, tiles with requests
-// 1.29-1.62x; Zen 5, decode_paired, 1.64-1.68x -> 1.20-1.33x, the per-key loop's time 1.12-1.51x
-// -> 0.99-1.03x). clang++'s stream requesting rows ahead read it at 1.15-1.28x on Intel, its runs
-// at 1.14-1.35x (docs/performance.md, 2026-11-30 afternoon and 2026-12-02 afternoon). Elsewhere
-// the stream, or key by key when the live keys fill the L3.
-inline bool key_runs() noexcept { return key_runs_built && (intel_core() || amd_zen5_or_later()); }
+// time: on Intel cores when g++ compiles this (32 x 1 heads over 4000 keys, bench/decode, g++:
+// an Intel Xeon VM 1.25-1.73x the read -> 1.15-1.46x, tiles with requests 1.29-1.62x). clang++'s
+// stream requesting rows ahead read it at 1.15-1.28x on Intel, its runs at 1.14-1.35x
+// (docs/performance.md, 2026-11-30 afternoon). Zen 5 goes key by key (per_key_from_dram).
+// Elsewhere the stream, or key by key when the live keys fill the L3.
+inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
+
+// Whether one query over a float cache from DRAM goes key by key (decode_per_key) whatever the
+// length: on Zen 5, where it read as fast as a plain per-key loop once its rescale moved into a
+// rarely taken branch (32 x 1 heads over 4000 keys, harness: g++ 1.11-1.18x the read, where the
+// key runs took 1.21-1.39x; clang++ 1.07-1.08x, its stream 1.08-1.10x; docs/performance.md,
+// 2026-12-07).
+inline bool per_key_from_dram() noexcept { return amd_zen5_or_later(); }
 
 // Whether one query key by key (decode_per_key) takes a tile's halves in turn: on AMD cores
 // before Zen 5 and unknown ones, where a tile's K and V read as four streams, not two, kept the
@@ -928,7 +954,8 @@ inline constexpr bool decode_quarters = [] {
 }();
 
 // Whether one query over a cache of F in place (decode_by_key) goes key by key: when the cache
-// streams from DRAM (`ahead`) and the keys the masks leave fill the L3 — when the tree's scores
+// streams from DRAM (`ahead`) on Zen 5 (per_key_from_dram), or elsewhere when the keys the masks
+// leave fill the L3 — when the tree's scores
 // in `b` (one batch index's query) reach into the tile holding key `fill`, taking the live keys
 // to be a prefix (a length mask's; other masks only make it a guess, which picks a plan, not a
 // result). Each batch index decides from its own masks, so that its result does not depend on
@@ -936,6 +963,7 @@ inline constexpr bool decode_quarters = [] {
 // lengths: found by review).
 template <class F, class Kt, class Vl, std::size_t NK, std::size_t BN, class Tree, std::size_t Rs>
 bool decode_goes_by_key(const Tree& tree, box<Rs> b, bool ahead) {
+    if (ahead && per_key_from_dram()) return true;
     const std::size_t fill = l3_bytes() / (decode_cache_bytes<F, Kt, Vl> / NK);  // (the bytes of a key over every batch index)
     if (!ahead || fill >= NK) return false;
     b.lo[Rs - 1] = fill / BN * BN;
