@@ -1212,13 +1212,9 @@ BOOST_AUTO_TEST_CASE(decode_cache_lengths) {
     attend::detail::pretend_core(core_kind::automatic);
 }
 
-// One query over a bf16 cache (2 x 2100 keys, in the quarter runs on cores before Zen 5) with a
-// window mask — keys [len - win, len) — whose tiles keep 3 to 6 live eighths: the eighths the
-// window rules out before it are never read (their rows hold NaN), so the output is that of the
-// window's keys alone. Written over Q itself (the destination on the right).
 // One query over a float cache from DRAM key by key (Zen 5's plan, decode_per_key): every length
 // edge, and scores rising key after key, so that the rescale the loop takes only when the maximum
-// moves runs at every key.
+// moves runs at every key (check_cache_lengths above, as Zen 5 runs it).
 BOOST_AUTO_TEST_CASE(decode_key_by_key) {
     using attend::detail::core_kind;
     attend::detail::pretend_core(core_kind::amd_zen5);
@@ -1229,6 +1225,10 @@ BOOST_AUTO_TEST_CASE(decode_key_by_key) {
     attend::detail::pretend_core(core_kind::automatic);
 }
 
+// One query over a bf16 cache (2 x 2100 keys, in the quarter runs on cores before Zen 5) with a
+// window mask — keys [len - win, len) — whose tiles keep 3 to 6 live eighths: the eighths the
+// window rules out before it are never read (their rows hold NaN), so the output is that of the
+// window's keys alone. Written over Q itself (the destination on the right).
 BOOST_AUTO_TEST_CASE(decode_window_eighths_unread) {
     using attend::detail::core_kind;
     attend::detail::pretend_core(core_kind::other);
