@@ -834,12 +834,11 @@ __attribute__((always_inline)) inline void decode_per_key(const F* q, const F* k
         // before runs only then, so the common key costs one exponential and no multiplies of O.
         if (!(sv * L8 <= m)) [[unlikely]] {
             if (sv != -ninf) largest = std::max(largest, sv * L8);  // (checked after the loop: no call in it)
-            const F mn = running_max8(m, sv == sv ? sv * L8 : ninf);  // a NaN score does not move the maximum
-            const F sh = mn == ninf ? F(0) : mn;
-            const B alpha = simd::exp2_eighths(B(m - sh));
+            B mv(m);
+            const B alpha = advance_max(mv, B(sv == sv ? sv * L8 : ninf), shift);  // a NaN score does not move the maximum
             for (std::size_t c = 0; c < NV; ++c) o[c] = o[c] * alpha;
             l = l * alpha;
-            m = mn, shift = B(sh);
+            m = mv.get(0);
         }
         const B p = simd::exp_shifted(B(sv), shift);
         l = l + p;
@@ -902,7 +901,7 @@ inline bool decode_from_dram(const Kt&, const Vl&) noexcept {
 }
 
 // Keys per tile of the decode nest: run_BN for one query over a cache of F in place that may
-// stream from DRAM in a g++ build (key_runs), else BN (a larger tile would pack more rows of an
+// stream from DRAM in a g++ build (key_runs, or key by key), else BN (a larger tile would pack more rows of an
 // expression on the stack; clang++'s stream over such tiles read 32 x 1 heads at 1.22-1.39x the
 // read, over tiles of 256 at 1.09-1.25x, 6 rounds).
 inline constexpr bool key_runs_built = !compiled_by_clang;  // (the builds that may take key_runs)
