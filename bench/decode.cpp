@@ -14,11 +14,13 @@
 // Decode attention: G query heads per KV head (GQA folded into the query axis, Q (HKV, G, D))
 // over a KV cache K, V (HKV, NMAX, D) filled to a run-time length, against Eigen (S = Q K^T, row
 // softmax, P V per KV head) and a per-key loop in the style of llama.cpp's CPU flash_attn_ext
-// (per query: online softmax key by key, vectorised along D). The floor reads the cache up to len.
-// decode_paired<...> times attend, the floor and the per-key loop in turn in every iteration (in
-// each of their six orders in rotation) and reports attend / read and attend / per-key as
-// counters: ratios the host's drift cancels from, each read after the others have passed through
-// the caches.
+// (per query: online softmax key by key, vectorised along D). The floor reads the cache up to len;
+// decode_fma_floor reads it key by key beside the step's count of FMAs on registers (not
+// attention: how far this machine overlaps memory and that arithmetic at best).
+// decode_paired<...> times attend, the floor, the per-key loop and the FMA floor in turn in every
+// iteration (in each of their 24 orders in rotation) and reports attend / read, attend / per-key,
+// attend / FMA floor and FMA floor / read as counters: ratios the host's drift cancels from, each
+// read after the others have passed through the caches.
 //
 // Before any timing, main() checks every implementation against a double-precision loop and
 // refuses to time wrong code.
@@ -26,6 +28,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -277,9 +280,41 @@ void verify_decode(const char* name, double tolerance = 1e-4) {
     }
 }
 
-// attend, the floor's read and the per-key loop timed in turn within every iteration, so that
-// the host's drift (the same binary moved by a third within minutes on a shared VM) cancels out
-// of the ratios the goals are stated in: attend / read and attend / per-key loop, each a
+// The floor with the step's arithmetic: the cache read key by key (each K row, then its V row)
+// beside as many FMAs as the step does (2 G D a key and KV head), on registers only. Not
+// attention: it shows how far memory and the FMAs overlap on this machine when nothing else
+// runs (docs/performance.md, 2026-12-07 "overlap").
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
+float fma_stream(const float* k, const float* v, std::size_t len) {
+    using B = xsimd::batch<float>;
+    constexpr std::size_t W = B::size, NV = D / W, chains = 8, rounds = G * NV / chains;  // per row
+    static_assert(D % W == 0 && G * NV % chains == 0);
+    B acc[NV] = {}, w[chains];
+    for (std::size_t i = 0; i < chains; ++i) w[i] = B(1.0f + 1e-7f * static_cast<float>(i));
+    const B x(0.999999f), y(1e-7f);
+    for (std::size_t h = 0; h < HKV; ++h)
+        for (std::size_t j = 0; j < len; ++j)
+            for (const float* row : {k + (h * NMAX + j) * D, v + (h * NMAX + j) * D}) {
+                for (std::size_t e = 0; e < NV; ++e) acc[e] += B::load_aligned(row + e * W);
+                for (std::size_t r = 0; r < rounds; ++r)
+                    for (std::size_t i = 0; i < chains; ++i) w[i] = attend::simd::fma(w[i], x, y);
+            }
+    B s = acc[0];
+    for (std::size_t e = 1; e < NV; ++e) s += acc[e];
+    for (std::size_t i = 0; i < chains; ++i) s += w[i];
+    return xsimd::hadd(s);
+}
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
+void decode_fma_floor(benchmark::State& state) {
+    const auto c = std::make_unique<cache<HKV, G, D, NMAX>>(LEN);
+    for (auto _ : state) benchmark::DoNotOptimize(fma_stream<HKV, G, D, NMAX>(c->k->data(), c->v->data(), LEN));
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * HKV * LEN * D * sizeof(float)));
+}
+
+// attend, the floor's read, the per-key loop and the floor with the step's FMAs (fma_stream, over
+// attend's own cache) timed in turn within every iteration, so that the host's drift (the same
+// binary moved by a third within minutes on a shared VM) cancels out of the ratios the issue's
+// goals are stated in: attend / read, attend / per-key loop and attend / fma_stream, each a
 // ratio of sums over the iterations (counters). The iteration time is attend's.
 template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
 void decode_paired(benchmark::State& state) {
@@ -288,31 +323,34 @@ void decode_paired(benchmark::State& state) {
     constexpr std::size_t n = 2 * HKV * LEN * D;
     const auto buffer = floor_buffer<n>();
     const float* w = buffer->data();
-    // The three steps, and the seconds each has taken over all iterations
+    // The four steps, and the seconds each has taken over all iterations
     auto step = [&](int which) {
         if (which == 0) benchmark::DoNotOptimize(bench::read_once(w, n));
         else if (which == 1) impl->run();
-        else perkey->run();
+        else if (which == 2) perkey->run();
+        else benchmark::DoNotOptimize(fma_stream<HKV, G, D, NMAX>(impl->c.k->data(), impl->c.v->data(), LEN));
         benchmark::ClobberMemory();
     };
-    double sum[3] = {};
-    // the three in each of the six orders in turn, so that each follows each of the others as
+    double sum[4] = {};
+    // the four in each of their 24 orders in turn, so that each follows each of the others as
     // often (what one leaves in a large L3 can favour the next)
-    constexpr int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-    std::size_t turn = 0;
+    std::array<int, 4> order{0, 1, 2, 3};
     for (auto _ : state) {
         double attend_seconds = 0;
-        for (const int which : orders[turn++ % 6]) {
+        for (const int which : order) {
             const auto t0 = std::chrono::steady_clock::now();
             step(which);
             const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             sum[which] += t;
             if (which == 1) attend_seconds = t;
         }
+        std::next_permutation(order.begin(), order.end());
         state.SetIterationTime(attend_seconds);
     }
     state.counters["attend_per_read"] = sum[1] / sum[0];
     state.counters["attend_per_perkey"] = sum[1] / sum[2];
+    state.counters["attend_per_fma_floor"] = sum[1] / sum[3];
+    state.counters["fma_floor_per_read"] = sum[3] / sum[0];
 }
 
 template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
@@ -330,6 +368,7 @@ void decode_case() {
 #endif
     add.template operator()<decode_perkey<HKV, G, D, NMAX>>("perkey");
     benchmark::RegisterBenchmark(("decode_floor" + args).c_str(), read_floor<2 * HKV * LEN, D>)->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("decode_fma_floor" + args).c_str(), decode_fma_floor<HKV, G, D, NMAX, LEN>)->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(("decode_paired" + args).c_str(), decode_paired<HKV, G, D, NMAX, LEN>)
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
