@@ -22,6 +22,9 @@
 // attend / FMA floor and FMA floor / read as counters: ratios the host's drift cancels from, each
 // read after the others have passed through the caches.
 //
+// mvkn_paired / mvnk_paired<K, N> time attend over a float and a bf16 weight, the read of each and
+// the baselines in turn, as decode_paired does (ratios as counters).
+//
 // Before any timing, main() checks every implementation against a double-precision loop and
 // refuses to time wrong code.
 #include <attend/attend.hpp>
@@ -32,7 +35,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <type_traits>
 #include <vector>
 #include <xsimd/xsimd.hpp>
@@ -447,6 +453,69 @@ void decode_bf16_case() {
     benchmark::RegisterBenchmark(("decode_floor_bf16" + args).c_str(), read_floor<HKV * LEN, D>)->Unit(benchmark::kMicrosecond);
 }
 
+// One row of x against a float and a bf16 weight of the same values, the read of each weight's
+// bytes, and Eigen and OpenBLAS on the float weight, timed in turn within every iteration (in an
+// order shuffled afresh each time, so that each follows each of the others as often): for
+// weights near the L3's size, where a step run again and again keeps part of its weight in L3
+// (how much depends on its order of access), these are the ratios of steps that find the
+// others' data there instead. Counters: attend / read for each weight, the bf16 step's time over
+// the float one's (and the reads' the same way), attend float / Eigen and / OpenBLAS.
+template <layout L, std::size_t K, std::size_t N>
+void matvec_paired(benchmark::State& state) {
+    auto f32 = std::make_unique<attend_impl<L, 1, K, N>>();
+    auto b16 = std::make_unique<attend_impl<L, 1, K, N, attend::bf16>>();
+    const float* wf = f32->o.w->data();
+    const float* wb = reinterpret_cast<const float*>(b16->o.w->data());  // (its bytes, read as floats)
+    std::vector<std::function<void()>> steps = {
+        [&] { benchmark::DoNotOptimize(bench::read_once(wf, K * N)); },
+        [&] { f32->run(); },
+        [&] { benchmark::DoNotOptimize(bench::read_once(wb, K * N / 2)); },
+        [&] { b16->run(); },
+    };
+#ifdef ATTEND_HAVE_EIGEN
+    auto eigen = std::make_unique<eigen_impl<L, 1, K, N>>();
+    steps.push_back([&] { eigen->run(); });
+#endif
+#ifdef ATTEND_HAVE_OPENBLAS
+    auto openblas = std::make_unique<openblas_impl<L, 1, K, N>>();
+    steps.push_back([&] { openblas->run(); });
+#endif
+    std::vector<double> sum(steps.size());
+    std::vector<std::size_t> order(steps.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937 shuffle_seed(7);
+    for (auto _ : state) {
+        std::shuffle(order.begin(), order.end(), shuffle_seed);
+        double bf16_seconds = 0;
+        for (const std::size_t which : order) {
+            const auto t0 = std::chrono::steady_clock::now();
+            steps[which]();
+            benchmark::ClobberMemory();
+            const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            sum[which] += t;
+            if (which == 3) bf16_seconds = t;
+        }
+        state.SetIterationTime(bf16_seconds);
+    }
+    state.counters["float_per_read"] = sum[1] / sum[0];
+    state.counters["bf16_per_read"] = sum[3] / sum[2];
+    state.counters["bf16_per_float"] = sum[3] / sum[1];
+    state.counters["read_bf16_per_float"] = sum[2] / sum[0];
+    std::size_t next = 4;
+#ifdef ATTEND_HAVE_EIGEN
+    state.counters["float_per_eigen"] = sum[1] / sum[next++];
+#endif
+#ifdef ATTEND_HAVE_OPENBLAS
+    state.counters["float_per_openblas"] = sum[1] / sum[next++];
+#endif
+}
+template <layout L, std::size_t K, std::size_t N>
+void matvec_paired_case(const char* tag) {
+    benchmark::RegisterBenchmark((std::string(tag) + "_paired<" + std::to_string(K) + ", " + std::to_string(N) + ">").c_str(), matvec_paired<L, K, N>)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+}
+
 template <std::size_t K, std::size_t N>
 void floor_case() {
     benchmark::RegisterBenchmark(("read_floor<" + std::to_string(K) + ", " + std::to_string(N) + ">").c_str(), read_floor<K, N>)
@@ -484,6 +553,8 @@ int main(int argc, char** argv) {
     matvec_bf16_case<layout::kn, 1, 4096, 4096>("mvkn");
     matvec_bf16_case<layout::nk, 1, 4096, 4096>("mvnk");
     floor_bf16_case<4096, 4096>();
+    matvec_paired_case<layout::kn, 4096, 4096>("mvkn");
+    matvec_paired_case<layout::nk, 4096, 4096>("mvnk");
     matvec_bf16_case<layout::nk, 1, 288, 32000>("mvnk");
     floor_bf16_case<288, 32000>();
     matvec_bf16_case<layout::kn, 1, 288, 768>("mvkn");
