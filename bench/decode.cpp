@@ -31,7 +31,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -286,6 +285,29 @@ void verify_decode(const char* name, double tolerance = 1e-4) {
     }
 }
 
+// Runs `steps` in turn within every iteration, first in `order`, then in the order `next` makes
+// of it after each iteration; the seconds each step has taken over all iterations. The iteration
+// time is step `timed`'s (the paired benchmarks' ratios cancel the host's drift; see below).
+template <class Next>
+std::vector<double> time_in_turn(benchmark::State& state, const std::vector<std::function<void()>>& steps, std::size_t timed,
+                                 std::vector<std::size_t> order, Next next) {
+    std::vector<double> sum(steps.size());
+    for (auto _ : state) {
+        double timed_seconds = 0;
+        for (const std::size_t which : order) {
+            const auto t0 = std::chrono::steady_clock::now();
+            steps[which]();
+            benchmark::ClobberMemory();
+            const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            sum[which] += t;
+            if (which == timed) timed_seconds = t;
+        }
+        next(order);
+        state.SetIterationTime(timed_seconds);
+    }
+    return sum;
+}
+
 // The floor with the step's arithmetic: the cache read key by key (each K row, then its V row)
 // beside as many FMAs as the step does (2 G D a key and KV head), on registers only. Not
 // attention: it shows how far memory and the FMAs overlap on this machine when nothing else
@@ -329,30 +351,15 @@ void decode_paired(benchmark::State& state) {
     constexpr std::size_t n = 2 * HKV * LEN * D;
     const auto buffer = floor_buffer<n>();
     const float* w = buffer->data();
-    // The four steps, and the seconds each has taken over all iterations
-    auto step = [&](int which) {
-        if (which == 0) benchmark::DoNotOptimize(bench::read_once(w, n));
-        else if (which == 1) impl->run();
-        else if (which == 2) perkey->run();
-        else benchmark::DoNotOptimize(fma_stream<HKV, G, D, NMAX>(impl->c.k->data(), impl->c.v->data(), LEN));
-        benchmark::ClobberMemory();
+    // The four steps, each in each of their 24 orders in turn, so that each follows each of the
+    // others as often (what one leaves in a large L3 can favour the next)
+    const std::vector<std::function<void()>> steps = {
+        [&] { benchmark::DoNotOptimize(bench::read_once(w, n)); },
+        [&] { impl->run(); },
+        [&] { perkey->run(); },
+        [&] { benchmark::DoNotOptimize(fma_stream<HKV, G, D, NMAX>(impl->c.k->data(), impl->c.v->data(), LEN)); },
     };
-    double sum[4] = {};
-    // the four in each of their 24 orders in turn, so that each follows each of the others as
-    // often (what one leaves in a large L3 can favour the next)
-    std::array<int, 4> order{0, 1, 2, 3};
-    for (auto _ : state) {
-        double attend_seconds = 0;
-        for (const int which : order) {
-            const auto t0 = std::chrono::steady_clock::now();
-            step(which);
-            const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            sum[which] += t;
-            if (which == 1) attend_seconds = t;
-        }
-        std::next_permutation(order.begin(), order.end());
-        state.SetIterationTime(attend_seconds);
-    }
+    const auto sum = time_in_turn(state, steps, 1, {0, 1, 2, 3}, [](auto& order) { std::next_permutation(order.begin(), order.end()); });
     state.counters["attend_per_read"] = sum[1] / sum[0];
     state.counters["attend_per_perkey"] = sum[1] / sum[2];
     state.counters["attend_per_fma_floor"] = sum[1] / sum[3];
@@ -480,23 +487,12 @@ void matvec_paired(benchmark::State& state) {
     auto openblas = std::make_unique<openblas_impl<L, 1, K, N>>();
     steps.push_back([&] { openblas->run(); });
 #endif
-    std::vector<double> sum(steps.size());
     std::vector<std::size_t> order(steps.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::mt19937 shuffle_seed(7);
-    for (auto _ : state) {
-        std::shuffle(order.begin(), order.end(), shuffle_seed);
-        double bf16_seconds = 0;
-        for (const std::size_t which : order) {
-            const auto t0 = std::chrono::steady_clock::now();
-            steps[which]();
-            benchmark::ClobberMemory();
-            const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            sum[which] += t;
-            if (which == 3) bf16_seconds = t;
-        }
-        state.SetIterationTime(bf16_seconds);
-    }
+    auto shuffle = [&](auto& o) { std::shuffle(o.begin(), o.end(), shuffle_seed); };
+    shuffle(order);
+    const auto sum = time_in_turn(state, steps, 3, order, shuffle);
     state.counters["float_per_read"] = sum[1] / sum[0];
     state.counters["bf16_per_read"] = sum[3] / sum[2];
     state.counters["bf16_per_float"] = sum[3] / sum[1];
