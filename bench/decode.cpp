@@ -51,6 +51,7 @@ extern "C" void openblas_set_num_threads(int num_threads);
 #endif
 
 #include "baselines.hpp"
+#include "paired.hpp"
 #include "peak.hpp"
 
 namespace {
@@ -285,29 +286,6 @@ void verify_decode(const char* name, double tolerance = 1e-4) {
     }
 }
 
-// Runs `steps` in turn within every iteration, first in `order`, then in the order `next` makes
-// of it after each iteration; the seconds each step has taken over all iterations. The iteration
-// time is step `timed`'s (the paired benchmarks' ratios cancel the host's drift; see below).
-template <class Next>
-std::vector<double> time_in_turn(benchmark::State& state, const std::vector<std::function<void()>>& steps, std::size_t timed,
-                                 std::vector<std::size_t> order, Next next) {
-    std::vector<double> sum(steps.size());
-    for (auto _ : state) {
-        double timed_seconds = 0;
-        for (const std::size_t which : order) {
-            const auto t0 = std::chrono::steady_clock::now();
-            steps[which]();
-            benchmark::ClobberMemory();
-            const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            sum[which] += t;
-            if (which == timed) timed_seconds = t;
-        }
-        next(order);
-        state.SetIterationTime(timed_seconds);
-    }
-    return sum;
-}
-
 // The floor with the step's arithmetic: the cache read key by key (each K row, then its V row)
 // beside as many FMAs as the step does (2 G D a key and KV head), on registers only. Not
 // attention: it shows how far memory and the FMAs overlap on this machine when nothing else
@@ -359,7 +337,7 @@ void decode_paired(benchmark::State& state) {
         [&] { perkey->run(); },
         [&] { benchmark::DoNotOptimize(fma_stream<HKV, G, D, NMAX>(impl->c.k->data(), impl->c.v->data(), LEN)); },
     };
-    const auto sum = time_in_turn(state, steps, 1, {0, 1, 2, 3}, [](auto& order) { std::next_permutation(order.begin(), order.end()); });
+    const auto sum = bench::time_in_turn(state, steps, 1, {0, 1, 2, 3}, [](auto& order) { std::next_permutation(order.begin(), order.end()); });
     state.counters["attend_per_read"] = sum[1] / sum[0];
     state.counters["attend_per_perkey"] = sum[1] / sum[2];
     state.counters["attend_per_fma_floor"] = sum[1] / sum[3];
@@ -492,7 +470,7 @@ void matvec_paired(benchmark::State& state) {
     std::mt19937 shuffle_seed(7);
     auto shuffle = [&](auto& o) { std::shuffle(o.begin(), o.end(), shuffle_seed); };
     shuffle(order);
-    const auto sum = time_in_turn(state, steps, 3, order, shuffle);
+    const auto sum = bench::time_in_turn(state, steps, 3, order, shuffle);
     state.counters["float_per_read"] = sum[1] / sum[0];
     state.counters["bf16_per_read"] = sum[3] / sum[2];
     state.counters["bf16_per_float"] = sum[3] / sum[1];
