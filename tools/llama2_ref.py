@@ -362,6 +362,7 @@ def make(out):
         "bad_nan.bin": good[: 28 + 400] + struct.pack("<f", float("nan")) + good[28 + 404 :],  # token_embedding[100]
         "bad_tokenizer_truncated.bin": tok[: 4 + 8 + 5 + 8 + 3],  # inside the second piece ("\n<s>\n")
         "bad_tokenizer_length.bin": tok[:8] + struct.pack("<i", 2000000000) + tok[12:],
+        "bad_tokenizer_oversized.bin": tok + struct.pack("<fi", 0.0, 1) + b"x",  # one token more
     }
     for name, data in bad.items():
         with open(os.path.join(out, name), "wb") as f:

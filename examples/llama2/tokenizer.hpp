@@ -65,6 +65,12 @@ inline std::string load_tokenizer(tokenizer& t, const char* path, int vocab) {
         out.pieces.push_back(std::move(piece));
         out.scores.push_back(score);
     }
+    // run.c reads the model's vocabulary and ignores the rest: here the rest is a wrong file.
+    if (const long at = std::ftell(f); std::fgetc(f) != EOF) {
+        struct stat st {};
+        const long long rest = ::fstat(::fileno(f), &st) == 0 ? static_cast<long long>(st.st_size) - at : -1;
+        return fail("continues past the model's " + std::to_string(vocab) + " tokens (" + std::to_string(rest) + " bytes more)");
+    }
     std::fclose(f);
     t = std::move(out);
     for (int i = 0; i < vocab; ++i) t.ids.emplace(t.pieces[std::size_t(i)], i);  // views into t's own strings
