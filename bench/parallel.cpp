@@ -3,15 +3,18 @@
 // (column block, row panel) items for a 1024 x 1024 x 1024 matmul and a batched projection with an
 // epilogue; a decode step (8 x 4 heads at len 8000, and one head group at len 64000, split across
 // the threads), the read of the 8 x 4 step's cache (its floor) and a one-token matvec
-// (4096 x 4096). Parallel efficiency at 2 threads = t(1) / (2 t(2)). Built with attend::parallel
+// (4096 x 4096); decode_paired times the decode steps on one and two threads in turn. Parallel
+// efficiency at 2 threads = t(1) / (2 t(2)). Built with attend::parallel
 // when CMake finds OpenMP.
 #include <attend/attend.hpp>
 #include <benchmark/benchmark.h>
 #include <memory>
+#include <utility>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "paired.hpp"
 #include "peak.hpp"
 
 namespace {
@@ -63,20 +66,40 @@ void contraction(benchmark::State& state) {
 }
 // One decode step: G queries per KV head over a cache filled to len (8 x 4 heads: a work item per
 // head; 1 x 4: the keys split across the threads and merged by log-sum-exp).
-template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN, int Threads>
-void decode(benchmark::State& state) {
-    threads(state, Threads);
-    auto q = std::make_unique<attend::tensor<float, HKV, G, D>>(), o = std::make_unique<attend::tensor<float, HKV, G, D>>();
-    auto k = std::make_unique<attend::tensor<float, HKV, NMAX, D>>(), v = std::make_unique<attend::tensor<float, HKV, NMAX, D>>();
-    for (std::size_t n = 0; n < q->size; ++n) q->data()[n] = float(n % 13) * 0.05f - 0.3f;
-    for (std::size_t n = 0; n < k->size; ++n) k->data()[n] = float(n % 7) * 0.07f - 0.2f, v->data()[n] = float(n % 5) - 2.0f;
-    const int len = LEN;
-    for (auto _ : state) {
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
+struct decode_step {
+    std::unique_ptr<attend::tensor<float, HKV, G, D>> q = std::make_unique<attend::tensor<float, HKV, G, D>>(),
+                                                      o = std::make_unique<attend::tensor<float, HKV, G, D>>();
+    std::unique_ptr<attend::tensor<float, HKV, NMAX, D>> k = std::make_unique<attend::tensor<float, HKV, NMAX, D>>(),
+                                                         v = std::make_unique<attend::tensor<float, HKV, NMAX, D>>();
+    decode_step() {
+        for (std::size_t n = 0; n < q->size; ++n) q->data()[n] = float(n % 13) * 0.05f - 0.3f;
+        for (std::size_t n = 0; n < k->size; ++n) k->data()[n] = float(n % 7) * 0.07f - 0.2f, v->data()[n] = float(n % 5) - 2.0f;
+    }
+    void operator()(int len) {
         *o = attend::scaled_dot_product_attention(*q, *k, *v, attend::iota<2, HKV, G, NMAX>() >= len);
         benchmark::DoNotOptimize(o->data());
         benchmark::ClobberMemory();
     }
+};
+
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN, int Threads>
+void decode(benchmark::State& state) {
+    threads(state, Threads);
+    decode_step<HKV, G, D, NMAX> step;
+    for (auto _ : state) step(LEN);
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * HKV * LEN * D * sizeof(float)));
+}
+
+// The same step on one thread (the iteration time) and on two, in turn, the order swapped every
+// iteration (bench/paired.hpp): one_per_two_threads, the speed-up, with the host's drift cancelled.
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
+void decode_paired(benchmark::State& state) {
+    decode_step<HKV, G, D, NMAX> step;
+    auto on = [&](int n) { return [&step, n, &state] { threads(state, n), step(LEN); }; };
+    const auto sum = bench::time_in_turn(state, {on(1), on(2)}, 0, {0, 1}, [](auto& order) { std::swap(order[0], order[1]); });
+    state.counters.erase("threads");
+    state.counters["one_per_two_threads"] = sum[0] / sum[1];
 }
 
 // One-token matvec y = x W^T, W (N, K): panels of the weight split across the threads.
@@ -129,6 +152,8 @@ BENCHMARK(decode<8, 4, 128, 8192, 8000, 1>)->Name("decode_1thread<8, 4, 128, 819
 BENCHMARK(decode<8, 4, 128, 8192, 8000, 2>)->Name("decode_2threads<8, 4, 128, 8192, 8000>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(decode<1, 4, 128, 65536, 64000, 1>)->Name("decode_1thread<1, 4, 128, 65536, 64000>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(decode<1, 4, 128, 65536, 64000, 2>)->Name("decode_2threads<1, 4, 128, 65536, 64000>")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(decode_paired<8, 4, 128, 8192, 8000>)->Name("decode_paired<8, 4, 128, 8192, 8000>")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(decode_paired<1, 4, 128, 65536, 64000>)->Name("decode_paired<1, 4, 128, 65536, 64000>")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(read_floor<8, 128, 8000, 1>)->Name("decode_floor_1thread<8, 4, 128, 8192, 8000>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(read_floor<8, 128, 8000, 2>)->Name("decode_floor_2threads<8, 4, 128, 8192, 8000>")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(matvec<4096, 4096, 1>)->Name("matvec_1thread<4096, 4096>")->UseRealTime()->Unit(benchmark::kMillisecond);
