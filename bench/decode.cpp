@@ -17,10 +17,13 @@
 // (per query: online softmax key by key, vectorised along D). The floor reads the cache up to len;
 // decode_fma_floor reads it key by key beside the step's count of FMAs on registers (not
 // attention: how far this machine overlaps memory and that arithmetic at best).
-// decode_paired<...> times attend, the floor, the per-key loop and the FMA floor in turn in every
-// iteration (in each of their 24 orders in rotation) and reports attend / read, attend / per-key,
-// attend / FMA floor and FMA floor / read as counters: ratios the host's drift cancels from, each
-// read after the others have passed through the caches.
+// decode_blocked (one query a KV head): blocks of 16 keys, the next block's K rows read beside this
+// block's V rows (a lead for attend's one-query plan, not a library).
+// decode_paired<...> times attend, the floor, the per-key loop and the FMA floor (and with one
+// query the blocked loop) in turn in every iteration (in each of their orders in rotation) and
+// reports attend / read, attend / per-key, attend / FMA floor, FMA floor / read (and attend /
+// blocked) as counters: ratios the host's drift cancels from, each read after the others have
+// passed through the caches.
 //
 // mvkn_paired / mvnk_paired<K, N> time attend over a float and a bf16 weight, the read of each and
 // the baselines in turn, as decode_paired does (ratios as counters).
@@ -242,6 +245,69 @@ struct decode_perkey {
     }
 };
 
+// One query per KV head (G = 1) in blocks of 16 keys: the next block's K row j (its dot product
+// summed across lanes at once) read beside this block's V row j, one vector exponential a
+// block; the last len % 16 keys one by one. Not attend: a lead for its one-query plan, which
+// goes key by key from DRAM on Zen 5 (docs/design.md, "the decode stream reading K and V row by
+// row").
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
+struct decode_blocked {
+    using B = xsimd::batch<float>;
+    static constexpr std::size_t W = B::size, NV = D / W;
+    static_assert(G == 1 && NV % 2 == 0);
+    cache<HKV, G, D, NMAX> c;
+    explicit decode_blocked(std::size_t len) : c(len) {}
+    void run() {
+        for (std::size_t h = 0; h < HKV; ++h) head(c.q->data() + h * D, c.k->data() + h * NMAX * D, c.v->data() + h * NMAX * D, c.o->data() + h * D);
+    }
+    void head(const float* q, const float* k, const float* v, float* out) const {
+        B qr[NV], o[NV];
+        for (std::size_t e = 0; e < NV; ++e) qr[e] = B::load_aligned(q + e * W) * B(c.scale), o[e] = B(0.0f);
+        float m = bench::neg_inf, l = 0;
+        auto dot = [&](std::size_t j) {
+            B a0(0.0f), a1(0.0f);
+            for (std::size_t e = 0; e < NV; e += 2)
+                a0 = xsimd::fma(qr[e], B::load_aligned(k + j * D + e * W), a0), a1 = xsimd::fma(qr[e + 1], B::load_aligned(k + j * D + (e + 1) * W), a1);
+            return xsimd::hadd(a0 + a1);
+        };
+        auto add = [&](float p, std::size_t j) {  // key j's V row at probability p
+            for (std::size_t e = 0; e < NV; ++e) o[e] = xsimd::fma(B(p), B::load_aligned(v + j * D + e * W), o[e]);
+        };
+        auto rescale = [&](float mx) {
+            if (mx <= m) return;
+            const float alpha = std::exp(m - mx);
+            for (std::size_t e = 0; e < NV; ++e) o[e] *= B(alpha);
+            l *= alpha, m = mx;
+        };
+        const std::size_t blocks = c.len / W;
+        alignas(64) float sn[W], pa[W];
+        if (blocks > 0)
+            for (std::size_t j = 0; j < W; ++j) sn[j] = dot(j);
+        for (std::size_t b = 0; b < blocks; ++b) {
+            const B sv = B::load_aligned(sn);
+            float mx = sn[0];
+            for (std::size_t j = 1; j < W; ++j) mx = std::max(mx, sn[j]);
+            rescale(mx);
+            const B p = xsimd::exp(sv - B(m));
+            l += xsimd::hadd(p);
+            p.store_aligned(pa);
+            const bool more = b + 1 < blocks;
+            for (std::size_t j = 0; j < W; ++j) {
+                if (more) sn[j] = dot((b + 1) * W + j);
+                add(pa[j], b * W + j);
+            }
+        }
+        for (std::size_t j = blocks * W; j < c.len; ++j) {
+            const float s = dot(j);
+            rescale(s);
+            const float p = std::exp(s - m);
+            l += p;
+            add(p, j);
+        }
+        for (std::size_t e = 0; e < NV; ++e) (o[e] / B(l)).store_aligned(out + e * W);
+    }
+};
+
 template <class Impl, std::size_t HKV, std::size_t D, std::size_t LEN>
 void run_decode(benchmark::State& state) {
     auto impl = std::make_unique<Impl>(LEN);
@@ -326,22 +392,30 @@ template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::
 void decode_paired(benchmark::State& state) {
     auto impl = std::make_unique<decode_attend<HKV, G, D, NMAX>>(LEN);
     auto perkey = std::make_unique<decode_perkey<HKV, G, D, NMAX>>(LEN);
+    std::unique_ptr<decode_blocked<HKV, 1, D, NMAX>> blocked;  // (one query: the blocked loop too)
     constexpr std::size_t n = 2 * HKV * LEN * D;
     const auto buffer = floor_buffer<n>();
     const float* w = buffer->data();
     // The four steps, each in each of their 24 orders in turn, so that each follows each of the
     // others as often (what one leaves in a large L3 can favour the next)
-    const std::vector<std::function<void()>> steps = {
+    std::vector<std::function<void()>> steps = {
         [&] { benchmark::DoNotOptimize(bench::read_once(w, n)); },
         [&] { impl->run(); },
         [&] { perkey->run(); },
         [&] { benchmark::DoNotOptimize(fma_stream<HKV, G, D, NMAX>(impl->c.k->data(), impl->c.v->data(), LEN)); },
     };
-    const auto sum = bench::time_in_turn(state, steps, 1, {0, 1, 2, 3}, [](auto& order) { std::next_permutation(order.begin(), order.end()); });
+    if constexpr (G == 1) {
+        blocked = std::make_unique<decode_blocked<HKV, 1, D, NMAX>>(LEN);
+        steps.push_back([&] { blocked->run(); });
+    }
+    std::vector<std::size_t> order(steps.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const auto sum = bench::time_in_turn(state, steps, 1, order, [](auto& o) { std::next_permutation(o.begin(), o.end()); });
     state.counters["attend_per_read"] = sum[1] / sum[0];
     state.counters["attend_per_perkey"] = sum[1] / sum[2];
     state.counters["attend_per_fma_floor"] = sum[1] / sum[3];
     state.counters["fma_floor_per_read"] = sum[3] / sum[0];
+    if constexpr (G == 1) state.counters["attend_per_blocked"] = sum[1] / sum[4];
 }
 
 template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
@@ -358,6 +432,7 @@ void decode_case() {
     add.template operator()<decode_eigen<HKV, G, D, NMAX>>("eigen");
 #endif
     add.template operator()<decode_perkey<HKV, G, D, NMAX>>("perkey");
+    if constexpr (G == 1) add.template operator()<decode_blocked<HKV, G, D, NMAX>>("blocked");
     benchmark::RegisterBenchmark(("decode_floor" + args).c_str(), read_floor<2 * HKV * LEN, D>)->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(("decode_fma_floor" + args).c_str(), decode_fma_floor<HKV, G, D, NMAX, LEN>)->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(("decode_paired" + args).c_str(), decode_paired<HKV, G, D, NMAX, LEN>)
