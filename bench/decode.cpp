@@ -34,7 +34,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -396,8 +395,8 @@ void decode_paired(benchmark::State& state) {
     constexpr std::size_t n = 2 * HKV * LEN * D;
     const auto buffer = floor_buffer<n>();
     const float* w = buffer->data();
-    // The four steps, each in each of their 24 orders in turn, so that each follows each of the
-    // others as often (what one leaves in a large L3 can favour the next)
+    // The steps, each in each of their orders in turn, so that each follows each of the others
+    // as often (what one leaves in a large L3 can favour the next)
     std::vector<std::function<void()>> steps = {
         [&] { benchmark::DoNotOptimize(bench::read_once(w, n)); },
         [&] { impl->run(); },
