@@ -1111,7 +1111,7 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
 
 // Caches of 32 MiB and more as each core would run them (eval/machine.hpp, taken on any
 // machine): one query's stream requesting its rows ahead (Zen 5 and Intel cores) or not
-// (others); one query over a float cache key by key (Zen 5), by tiles of 2048 keys requesting
+// (others); one query over a float cache by blocks of keys (Zen 5), by tiles of 2048 keys requesting
 // nothing (Intel cores, g++), by tiles whose scores read their quarters (others, with 16
 // registers), or the stream;
 // four queries' tile stages requesting the next tile, the scores with a block's rows unrolled
@@ -1126,7 +1126,7 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
             attend::detail::pretend_core(kind);
             BOOST_TEST(attend::detail::scores_unrolled() == (kind == core_kind::intel));
             BOOST_TEST(attend::detail::key_runs() == (kind == core_kind::intel && !attend::detail::compiled_by_clang));
-            BOOST_TEST(attend::detail::per_key_from_dram() == (kind == core_kind::amd_zen5));
+            BOOST_TEST(attend::detail::key_blocks_from_dram() == (kind == core_kind::amd_zen5));
             BOOST_TEST(attend::detail::quarter_runs() == (kind == core_kind::other));
             check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
             check_decode_16<float, float, float, 8, 1, NF, 128>(159);  // two tiles of 2048 keys and 256
@@ -1168,7 +1168,7 @@ void check_cache_lengths(int seed, bool rising = false) {
 #else
     // (a last tile with 249 and one with 200 live keys: their whole groups of 32 keys score by
     // quarters, the rest block by block)
-    const std::size_t lens[] = {NMAX - 1, NMAX - NMAX % 256 - 7, NMAX / 2 + 1, 257, 256, 200, 17, 1};
+    const std::size_t lens[] = {NMAX - 1, NMAX - NMAX % 256 - 7, NMAX / 2 + 1, 257, 256, 200, 17, 16, 15, 1};
 #endif
     for (const std::size_t len : lens) {
         BOOST_TEST_CONTEXT("G " << G << ", NMAX " << NMAX << ", len " << len) {
@@ -1212,13 +1212,14 @@ BOOST_AUTO_TEST_CASE(decode_cache_lengths) {
     attend::detail::pretend_core(core_kind::automatic);
 }
 
-// One query over a float cache from DRAM key by key (Zen 5's plan, decode_per_key): every length
-// edge, and scores rising key after key, so that the rescale the loop takes only when the maximum
-// moves runs at every key (check_cache_lengths above, as Zen 5 runs it).
-BOOST_AUTO_TEST_CASE(decode_key_by_key) {
+// One query over a float cache from DRAM by blocks of keys (Zen 5's plan, decode_key_blocks; the
+// keys past the last whole block key by key, decode_per_key): every length edge, and scores
+// rising key after key, so that the rescale the loops take only when the maximum moves runs at
+// every block and key (check_cache_lengths above, as Zen 5 runs it).
+BOOST_AUTO_TEST_CASE(decode_key_blocks) {
     using attend::detail::core_kind;
     attend::detail::pretend_core(core_kind::amd_zen5);
-    BOOST_TEST(attend::detail::per_key_from_dram());
+    BOOST_TEST(attend::detail::key_blocks_from_dram());
     BOOST_TEST(!attend::detail::key_runs());
     BOOST_TEST_REQUIRE(2 * 8 * 8448 * 128 * sizeof(float) >= attend::detail::request_ahead_bytes());
     check_cache_lengths<float, 8, 1, 8448>(191, true);

@@ -9,7 +9,8 @@
 //   P V:     O = alpha O + P V_tile, V rows read whole and in order, in place (16-bit widened);
 //            with 16 registers three rows at a time from the tile's thirds, the outputs in L1.
 // One or two queries run every stage per W-key block with the outputs in registers
-// (decode_stream; one query over a float cache goes key by key from DRAM on Zen 5, elsewhere when
+// (decode_stream; one query over a float cache goes by blocks of keys, the next block's K rows
+// beside this block's V rows, from DRAM on Zen 5: decode_key_blocks; elsewhere key by key when
 // its live keys fill the L3: decode_per_key; from DRAM on Intel cores in g++ builds it takes the
 // tile stages over tiles of 2048 keys: key_runs; with 16 registers on AMD cores before Zen 5 as
 // well: quarter_runs);
@@ -798,7 +799,8 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
     }
 }
 
-// One query over a cache of F in place from DRAM: key by key, as llama.cpp's loop reads it — K
+// One query over a cache of F in place when its live keys fill the L3 (not on Zen 5, which takes
+// decode_key_blocks; and the keys past its last whole block): key by key, as llama.cpp's loop reads it — K
 // row j, its score, the score tree at key j alone, then V row j — so that K and V stream side
 // by side with nothing between them (the W-key stream reads K a block ahead of V and stops for
 // the block's softmax: 1.05-1.2x slower from DRAM, 1.5-1.7x faster in cache; docs/performance.md,
@@ -854,6 +856,65 @@ __attribute__((always_inline)) inline void decode_per_key(const F* q, const F* k
     check_tile_max(largest);
     s.m[0] = m, s.l[0] = l.get(0);
     for (std::size_t c = 0; c < NV; ++c) o[c].store_unaligned(s.o + c * W);
+}
+
+// One query over a cache of F in place from DRAM in blocks of W keys: while V rows of block b
+// are read into the outputs, K rows of block b + 1 are read beside them, each K row's score
+// summed across lanes at once (into st, read back whole by the score tree); then the block's
+// online softmax in vector lanes, one exponential for W keys. The outputs are rescaled only when
+// the maximum moves. Keys past the last whole block go key by key (decode_per_key). Only the
+// first n keys are read.
+template <class B, std::size_t D, std::size_t DV, class F, class Tree, std::size_t Rs>
+__attribute__((always_inline)) inline void decode_key_blocks(const F* q, const F* k, std::size_t ldk, const F* v, std::size_t ldv,
+                                                             const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
+                                                             const decode_state<F, 1, DV>& s, std::size_t n) noexcept {
+    constexpr std::size_t W = simd::lanes<B>, QV = D / W, NV = DV / W;
+    static_assert(D % W == 0 && DV % W == 0);
+    constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
+    const std::size_t nb = n / W * W;  // keys in whole blocks
+    if (nb > 0) {
+        B qr[QV], o[NV], l(s.l[0]);
+        F m = s.m[0];                   // the running maximum (units of 8 log2(e))
+        B shift(m == ninf ? F(0) : m);  // the shift the probabilities take
+        F largest = ninf;               // the largest finite score seen (units of 8 log2(e))
+        for (std::size_t d = 0; d < QV; ++d) qr[d] = B::load_unaligned(q + d * W);
+        for (std::size_t c = 0; c < NV; ++c) o[c] = B::load_unaligned(s.o + c * W);
+        auto score = [&](std::size_t j) __attribute__((always_inline)) {
+            B a0(F(0)), a1(F(0));  // two chains of FMAs
+            for (std::size_t d = 0; d + 1 < QV; d += 2)
+                a0 = simd::fma(qr[d], simd::load<B>(k + j * ldk + d * W), a0), a1 = simd::fma(qr[d + 1], simd::load<B>(k + j * ldk + (d + 1) * W), a1);
+            if constexpr (QV % 2 != 0) a0 = simd::fma(qr[QV - 1], simd::load<B>(k + j * ldk + (QV - 1) * W), a0);
+            st[j] = simd::reduce_add(a0 + a1);
+        };
+        for (std::size_t j = 0; j < W; ++j) score(j);
+        alignas(64) F pa[W];
+        for (std::size_t jb = 0; jb < nb; jb += W) {
+            pos.idx[Rs - 1] = j0 + jb;
+            const B sv = read<B>(t, pos);
+            const F mx = simd::max_across(simd::running_max(B(ninf), sv)).get(0);  // a NaN score does not move the maximum
+            if (!(mx * L8 <= m)) [[unlikely]] {
+                if (mx != -ninf) largest = std::max(largest, mx * L8);  // (checked after the loop: no call in it)
+                B mv(m);
+                const B alpha = advance_max(mv, B(mx * L8), shift);
+                for (std::size_t c = 0; c < NV; ++c) o[c] = o[c] * alpha;
+                l = l * alpha;
+                m = mv.get(0);
+            }
+            const B p = simd::exp_shifted(sv, shift);
+            l = l + simd::sum_across(p);
+            p.store_aligned(pa);
+            const bool more = jb + W < nb;
+            for (std::size_t j = 0; j < W; ++j) {
+                if (more) score(jb + W + j);
+                const B pj(pa[j]);
+                for (std::size_t c = 0; c < NV; ++c) o[c] = simd::fma(pj, simd::load<B>(v + (jb + j) * ldv + c * W), o[c]);
+            }
+        }
+        check_tile_max(largest);
+        s.m[0] = m, s.l[0] = l.get(0);
+        for (std::size_t c = 0; c < NV; ++c) o[c].store_unaligned(s.o + c * W);
+    }
+    if (nb < n) decode_per_key<B, D, DV>(q, k + nb * ldk, ldk, v + nb * ldv, ldv, t, pos, j0 + nb, st + nb, s, n - nb, false);
 }
 
 // Bytes of the K and V cache a decode plan reads: K^T and V as given (memory as stored, an
@@ -913,16 +974,18 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 // time: on Intel cores when g++ compiles this (32 x 1 heads over 4000 keys, bench/decode, g++:
 // an Intel Xeon VM 1.25-1.73x the read -> 1.15-1.46x, tiles with requests 1.29-1.62x). clang++'s
 // stream requesting rows ahead read it at 1.15-1.28x on Intel, its runs at 1.14-1.35x
-// (docs/performance.md, 2026-11-30 afternoon). Zen 5 goes key by key (per_key_from_dram).
+// (docs/performance.md, 2026-11-30 afternoon). Zen 5 goes by blocks of keys (key_blocks_from_dram).
 // Elsewhere the stream, or key by key when the live keys fill the L3.
 inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
 
-// Whether one query over a float cache from DRAM goes key by key (decode_per_key) whatever the
-// length: on Zen 5, where it read as fast as a plain per-key loop once its rescale moved into a
-// rarely taken branch (32 x 1 heads over 4000 keys, harness: g++ 1.11-1.18x the read, where the
-// key runs took 1.21-1.39x; clang++ 1.07-1.08x, its stream 1.08-1.10x; docs/performance.md,
-// 2026-12-07).
-inline bool per_key_from_dram() noexcept { return amd_zen5_or_later(); }
+// Whether one query over a float cache from DRAM reads K and V in place whatever the length, in
+// blocks of W keys (decode_key_blocks): on Zen 5, where it runs level with a plain blocked loop
+// and ahead of a plain per-key loop (32 x 1 heads over 4000 keys, bench/decode's decode_paired,
+// g++: 1.08-1.34x the read, 0.92-0.95x the per-key loop's time, where key by key took 1.23-1.43x
+// and 1.02-1.12x; clang++ level with key by key, 1.11-1.13x the read; docs/performance.md,
+// 2026-12-07, noon). Key by key (decode_per_key) before it: 1.11-1.18x the read in a harness,
+// where the key runs took 1.21-1.39x.
+inline bool key_blocks_from_dram() noexcept { return amd_zen5_or_later(); }
 
 // Whether one query key by key (decode_per_key) takes a tile's halves in turn: on AMD cores
 // before Zen 5 and unknown ones, where a tile's K and V read as four streams, not two, kept the
@@ -952,8 +1015,8 @@ inline constexpr bool decode_quarters = [] {
     else return false;
 }();
 
-// Whether one query over a cache of F in place (decode_by_key) goes key by key: when the cache
-// streams from DRAM (`ahead`) on Zen 5 (per_key_from_dram), or elsewhere when the keys the masks
+// Whether one query over a cache of F in place (decode_by_key) goes key by key or by blocks of keys: when the cache
+// streams from DRAM (`ahead`) on Zen 5 (in blocks: key_blocks_from_dram), or elsewhere when the keys the masks
 // leave fill the L3 — when the tree's scores
 // in `b` (one batch index's query) reach into the tile holding key `fill`, taking the live keys
 // to be a prefix (a length mask's; other masks only make it a guess, which picks a plan, not a
@@ -962,7 +1025,7 @@ inline constexpr bool decode_quarters = [] {
 // lengths: found by review).
 template <class F, class Kt, class Vl, std::size_t NK, std::size_t BN, class Tree, std::size_t Rs>
 bool decode_goes_by_key(const Tree& tree, box<Rs> b, bool ahead) {
-    if (ahead && per_key_from_dram()) return true;
+    if (ahead && key_blocks_from_dram()) return true;
     const std::size_t fill = l3_bytes() / (decode_cache_bytes<F, Kt, Vl> / NK);  // (the bytes of a key over every batch index)
     if (!ahead || fill >= NK) return false;
     b.lo[Rs - 1] = fill / BN * BN;
@@ -1077,7 +1140,10 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
             if (!runs) {
                 const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
                 if constexpr (may_by_key)
-                    if (by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live), halves);
+                    if (by_key) {
+                        if (key_blocks_from_dram()) return decode_key_blocks<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
+                        return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live), halves);
+                    }
                 if constexpr (may_ahead && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
                     if (ahead && (amd_zen5_or_later() || intel_core()))
                         return decode_stream<B, NQ, KB, BN, D, DV, G::stream_ahead>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live, NK - j0);
