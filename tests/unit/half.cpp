@@ -1212,8 +1212,8 @@ BOOST_AUTO_TEST_CASE(decode_cache_lengths) {
     attend::detail::pretend_core(core_kind::automatic);
 }
 
-// One query over a float cache from DRAM by blocks of keys (Zen 5's plan, decode_key_blocks; the
-// keys past the last whole block key by key, decode_per_key): every length edge, and scores
+// One query over a float, bf16 or f16 cache from DRAM by blocks of keys (Zen 5's plan,
+// decode_key_blocks; the keys past the last whole block key by key, decode_per_key): every length edge, and scores
 // rising key after key, so that the rescale the loops take only when the maximum moves runs at
 // every block and key (check_cache_lengths above, as Zen 5 runs it).
 BOOST_AUTO_TEST_CASE(decode_key_blocks) {
@@ -1223,6 +1223,8 @@ BOOST_AUTO_TEST_CASE(decode_key_blocks) {
     BOOST_TEST(!attend::detail::key_runs());
     BOOST_TEST_REQUIRE(2 * 8 * 8448 * 128 * sizeof(float) >= attend::detail::request_ahead_bytes());
     check_cache_lengths<float, 8, 1, 8448>(191, true);
+    check_cache_lengths<bf16, 8, 1, 8448>(194, true);  // (16-bit rows widened as read)
+    check_cache_lengths<f16, 8, 1, 8448>(197);
     attend::detail::pretend_core(core_kind::automatic);
 }
 

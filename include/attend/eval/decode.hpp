@@ -810,8 +810,8 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
 // 1.35-1.4x slower than a plain per-key loop from DRAM on Zen 5 (2026-12-07). Keys the tree masks
 // (-inf) take no part; only the first n keys are read. Halves: the keys of [0, h) and [h, n) in
 // turn (per_key_halves), K and V read as four ascending streams, not two.
-template <class B, std::size_t D, std::size_t DV, class F, class Tree, std::size_t Rs>
-__attribute__((always_inline)) inline void decode_per_key(const F* q, const F* k, std::size_t ldk, const F* v, std::size_t ldv,
+template <class B, std::size_t D, std::size_t DV, class F, class TK, class TV, class Tree, std::size_t Rs>
+__attribute__((always_inline)) inline void decode_per_key(const F* q, const TK* k, std::size_t ldk, const TV* v, std::size_t ldv,
                                                           const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
                                                           const decode_state<F, 1, DV>& s, std::size_t n, bool halves) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QV = D / W, NV = DV / W;
@@ -864,8 +864,8 @@ __attribute__((always_inline)) inline void decode_per_key(const F* q, const F* k
 // online softmax in vector lanes, one exponential for W keys. The outputs are rescaled only when
 // the maximum moves. Keys past the last whole block go key by key (decode_per_key). Only the
 // first n keys are read.
-template <class B, std::size_t D, std::size_t DV, class F, class Tree, std::size_t Rs>
-__attribute__((always_inline)) inline void decode_key_blocks(const F* q, const F* k, std::size_t ldk, const F* v, std::size_t ldv,
+template <class B, std::size_t D, std::size_t DV, class F, class TK, class TV, class Tree, std::size_t Rs>
+__attribute__((always_inline)) inline void decode_key_blocks(const F* q, const TK* k, std::size_t ldk, const TV* v, std::size_t ldv,
                                                              const Tree& t, nd_pos<Rs> pos, std::size_t j0, F* st,
                                                              const decode_state<F, 1, DV>& s, std::size_t n) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QV = D / W, NV = DV / W;
@@ -978,14 +978,21 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 // Elsewhere the stream, or key by key when the live keys fill the L3.
 inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
 
-// Whether one query over a float cache from DRAM reads K and V in place whatever the length, in
-// blocks of W keys (decode_key_blocks): on Zen 5, where it runs level with a plain blocked loop
-// and ahead of a plain per-key loop (32 x 1 heads over 4000 keys, bench/decode's decode_paired,
-// g++: 1.08-1.34x the read, 0.92-0.95x the per-key loop's time, where key by key took 1.23-1.43x
-// and 1.02-1.12x; clang++ level with key by key, 1.11-1.13x the read; docs/performance.md,
-// 2026-12-07, noon). Key by key (decode_per_key) before it: 1.11-1.18x the read in a harness,
-// where the key runs took 1.21-1.39x.
+// Whether one query over a cache streaming from DRAM (decode_blocks_of_keys) reads K and V in
+// blocks of W keys (decode_key_blocks) whatever the length: on Zen 5. A float cache ran level
+// with a plain blocked loop and ahead of a plain per-key loop (32 x 1 heads over 4000 keys,
+// bench/decode's decode_paired, g++: 1.08-1.34x the read, 0.92-0.95x the per-key loop's time,
+// where key by key took 1.23-1.43x and 1.02-1.12x; clang++ level with key by key, 1.11-1.13x the
+// read); a bf16 cache 0.87x (g++) and 0.90-0.91x (clang++) the time of the stream requesting rows
+// ahead (harness; docs/performance.md, 2026-12-07, noon).
 inline bool key_blocks_from_dram() noexcept { return amd_zen5_or_later(); }
+
+// Whether one query may go by blocks of keys from DRAM (decode_key_blocks): a cache that may be
+// that large, K and V rows in place (F, or 16-bit widened as read), both head dimensions whole
+// vectors.
+template <class G, class F, class Kt, class Vl, std::size_t NQ, std::size_t D, std::size_t DV>
+inline constexpr bool decode_blocks_of_keys = G::stream && NQ == 1 && D % G::W == 0 && DV % G::W == 0 && decode_may_ahead<F, Kt, Vl> &&
+                                              streamed<Kt, F, 1> && streamed<Vl, F, 0>;
 
 // Whether one query key by key (decode_per_key) takes a tile's halves in turn: on AMD cores
 // before Zen 5 and unknown ones, where a tile's K and V read as four streams, not two, kept the
@@ -1139,11 +1146,10 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         if constexpr (G::stream && blocks)
             if (!runs) {
                 const auto [vr, ldv] = rows.template operator()<false, DV, streamed<Vl, F, 0>>(v, ob, vpack);
+                if constexpr (decode_blocks_of_keys<G, F, Kt, Vl, NQ, D, DV>)
+                    if (ahead && key_blocks_from_dram()) return decode_key_blocks<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
                 if constexpr (may_by_key)
-                    if (by_key) {
-                        if (key_blocks_from_dram()) return decode_key_blocks<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live));
-                        return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live), halves);
-                    }
+                    if (by_key) return decode_per_key<B, D, DV>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, std::min(kb, live), halves);
                 if constexpr (may_ahead && streamed<Kt, F, 1> && streamed<Vl, F, 0>)
                     if (ahead && (amd_zen5_or_later() || intel_core()))
                         return decode_stream<B, NQ, KB, BN, D, DV, G::stream_ahead>(qbuf, k, ldk, vr, ldv, t, sp, j0, st, s, kb, live, NK - j0);
