@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(matvec_every_row_count_both_layouts) {
     check_matvec<1, 21, 4100>();  // two panels of whole rows, the second four columns wide
     check_matvec<3, 65, 4100>();  // panels of 1360 columns
     check_matvec<2, 1031, 19>();  // long dot products with a K tail
-    check_matvec<1, 2051, 2049>();  // a weight beyond 16 MiB: W (K, N) 8 rows per step, a K tail of 3
+    check_matvec<1, 2051, 2049>();  // a weight beyond 16 MiB: W (K, N) 8 rows per step in chunks of 8 vectors, a K tail of 3, a column tail of 1
 }
 
 // The matvec's run-time choices by core (eval/machine.hpp), each taken on any machine: one row of

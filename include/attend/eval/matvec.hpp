@@ -97,10 +97,16 @@ struct matvec_tiling {
     // rows_k: vectors of columns per chunk of sums (axpy_rows: M x V sums in registers per step,
     // each weight row read in runs of V vectors). 16 for one row of x against a weight in L2: two
     // rows in runs of 16 vectors read it as fast as one stream, where runs of one vector from four
-    // rows in turn took 1.6x as long (Zen 5, 288 x 768: 5.0 against 7.9 µs). Else one vector (bf16:
-    // a pair): from DRAM (Zen 5, 4096^2) runs of 16 were level for float weights and 1.2x slower
-    // for bf16 ones.
-    static constexpr std::size_t chunk_vectors(std::size_t bytes) { return chunked(bytes) ? 16 : 1; }
+    // rows in turn took 1.6x as long (Zen 5, 288 x 768: 5.0 against 7.9 µs). 8 for one row of x
+    // against a float weight from DRAM (8 rows a step, each read in runs of 512 bytes, as Eigen's
+    // gemv reads them; Zen 5, 4096^2, mvkn_paired: g++ 1.02-1.05x Eigen's time -> 0.97-0.98x,
+    // clang++ 1.03-1.07x -> 0.95-0.98x; runs of 4 level with 8, of 16 level with 1, and 16 rows a
+    // step in runs of 8 or 4 vectors 1.02-1.03x and 1.15-1.18x; docs/performance.md, 2026-12-07,
+    // noon). Else one vector (bf16: a pair): from DRAM (Zen 5, 4096^2) runs of 16 were 1.2x
+    // slower for bf16 weights.
+    static constexpr std::size_t chunk_vectors(std::size_t bytes) {
+        return chunked(bytes) ? 16 : M == 1 && element == sizeof(F) && bytes >= (std::size_t{16} << 20) ? 8 : 1;
+    }
     // rows_k with 8 rows per step (from DRAM): each weight vector also requests the same columns
     // of the row two steps on into L2 (Zen 4, 4096^2 in-process A/B, both compilers: float
     // 0.82-0.90x the time, bf16 weights 0.86-0.99x; one step on or into L1 was less or slower,
