@@ -979,12 +979,12 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
 
 // Whether one query over a cache streaming from DRAM (decode_blocks_of_keys) reads K and V in
-// blocks of W keys (decode_key_blocks) whatever the length: on Zen 5. A float cache ran level
-// with a plain blocked loop and ahead of a plain per-key loop (32 x 1 heads over 4000 keys,
-// bench/decode's decode_paired, g++: 1.08-1.34x the read, 0.92-0.95x the per-key loop's time,
-// where key by key took 1.23-1.43x and 1.02-1.12x; clang++ level with key by key, 1.11-1.13x the
-// read); a bf16 cache 0.87x (g++) and 0.90-0.91x (clang++) the time of the stream requesting rows
-// ahead (harness; docs/performance.md, 2026-12-07, noon).
+// blocks of W keys (decode_key_blocks) whatever the length: on Zen 5. A float cache ran within
+// a few per cent of a plain blocked loop and ahead of a plain per-key loop (32 x 1 heads over
+// 4000 keys, bench/decode's decode_paired, 8 rounds alternating binaries, g++: 0.90-0.99x the
+// per-key loop's time where key by key took 1.02-1.12x, 1.07-1.19x the read against 1.23-1.43x;
+// clang++ 0.78-0.83x against 0.76-0.87x); a bf16 cache 0.87x (g++) and 0.90-0.91x (clang++) the
+// time of the stream requesting rows ahead (harness; docs/performance.md, 2026-12-07, noon).
 inline bool key_blocks_from_dram() noexcept { return amd_zen5_or_later(); }
 
 // Whether one query may go by blocks of keys from DRAM (decode_key_blocks): a cache that may be
