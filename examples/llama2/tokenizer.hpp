@@ -37,7 +37,8 @@ struct tokenizer {
 inline std::string load_tokenizer(tokenizer& t, const char* path, int vocab) {
     std::FILE* f = std::fopen(path, "rb");
     if (f == nullptr) return std::string("cannot open tokenizer ") + path + ": " + std::strerror(errno);
-    if (struct stat st {}; ::fstat(::fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {  // (a directory opens, then fails to read)
+    struct stat st {};
+    if (::fstat(::fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {  // (a directory opens, then fails to read)
         std::fclose(f);
         return std::string("tokenizer ") + path + " is not a readable regular file";
     }
@@ -66,11 +67,9 @@ inline std::string load_tokenizer(tokenizer& t, const char* path, int vocab) {
         out.scores.push_back(score);
     }
     // run.c reads the model's vocabulary and ignores the rest: here the rest is a wrong file.
-    if (const long at = std::ftell(f); std::fgetc(f) != EOF) {
-        struct stat st {};
-        const long long rest = ::fstat(::fileno(f), &st) == 0 ? static_cast<long long>(st.st_size) - at : -1;
-        return fail("continues past the model's " + std::to_string(vocab) + " tokens (" + std::to_string(rest) + " bytes more)");
-    }
+    if (const long at = std::ftell(f); std::fgetc(f) != EOF)
+        return fail("continues past the model's " + std::to_string(vocab) + " tokens (" +
+                    std::to_string(static_cast<long long>(st.st_size) - at) + " bytes more)");
     std::fclose(f);
     t = std::move(out);
     for (int i = 0; i < vocab; ++i) t.ids.emplace(t.pieces[std::size_t(i)], i);  // views into t's own strings
