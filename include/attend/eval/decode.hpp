@@ -799,9 +799,9 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
     }
 }
 
-// One query over a cache of F in place when its live keys fill the L3 (not on Zen 5, which takes
-// decode_key_blocks; and the keys past its last whole block): key by key, as llama.cpp's loop reads it — K
-// row j, its score, the score tree at key j alone, then V row j — so that K and V stream side
+// One query over a cache in place when its live keys fill the L3 (not on Zen 5, which takes
+// decode_key_blocks; and the keys past its last whole block): key by key, as llama.cpp's loop
+// reads it — K row j, its score, the score tree at key j alone, then V row j — so that K and V stream side
 // by side with nothing between them (the W-key stream reads K a block ahead of V and stops for
 // the block's softmax: 1.05-1.2x slower from DRAM, 1.5-1.7x faster in cache; docs/performance.md,
 // 2026-11-27 night). The online softmax runs in vector lanes, every lane holding l and the
@@ -1022,9 +1022,9 @@ inline constexpr bool decode_quarters = [] {
     else return false;
 }();
 
-// Whether one query over a cache of F in place (decode_by_key) goes key by key or by blocks of keys: when the cache
-// streams from DRAM (`ahead`) on Zen 5 (in blocks: key_blocks_from_dram), or elsewhere when the keys the masks
-// leave fill the L3 — when the tree's scores
+// Whether one query over a cache of F in place (decode_by_key) goes key by key or by blocks of
+// keys: when the cache streams from DRAM (`ahead`) on Zen 5 (in blocks: key_blocks_from_dram),
+// or elsewhere when the keys the masks leave fill the L3 — when the tree's scores
 // in `b` (one batch index's query) reach into the tile holding key `fill`, taking the live keys
 // to be a prefix (a length mask's; other masks only make it a guess, which picks a plan, not a
 // result). Each batch index decides from its own masks, so that its result does not depend on
