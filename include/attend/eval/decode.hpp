@@ -799,6 +799,18 @@ __attribute__((always_inline)) inline void decode_stream(const F* q, const TK* k
     }
 }
 
+// A key row's dot product with one query held in registers (QV vectors; the row widened as read),
+// in two chains of FMAs, summed across lanes.
+template <class B, std::size_t QV, class T>
+__attribute__((always_inline)) inline simd::value_t<B> row_dot(const B (&qr)[QV], const T* row) noexcept {
+    constexpr std::size_t W = simd::lanes<B>;
+    B a0(simd::value_t<B>(0)), a1(simd::value_t<B>(0));
+    for (std::size_t d = 0; d + 1 < QV; d += 2)
+        a0 = simd::fma(qr[d], simd::load<B>(row + d * W), a0), a1 = simd::fma(qr[d + 1], simd::load<B>(row + (d + 1) * W), a1);
+    if constexpr (QV % 2 != 0) a0 = simd::fma(qr[QV - 1], simd::load<B>(row + (QV - 1) * W), a0);
+    return simd::reduce_add(a0 + a1);
+}
+
 // One query over a cache in place when its live keys fill the L3 (not on Zen 5, which takes
 // decode_key_blocks; and the keys past its last whole block): key by key, as llama.cpp's loop
 // reads it — K row j, its score, the score tree at key j alone, then V row j — so that K and V stream side
@@ -824,11 +836,7 @@ __attribute__((always_inline)) inline void decode_per_key(const F* q, const TK* 
     for (std::size_t d = 0; d < QV; ++d) qr[d] = B::load_unaligned(q + d * W);
     for (std::size_t c = 0; c < NV; ++c) o[c] = B::load_unaligned(s.o + c * W);
     auto key = [&](std::size_t j) __attribute__((always_inline)) {
-        B a0(F(0)), a1(F(0));  // two chains of FMAs
-        for (std::size_t d = 0; d + 1 < QV; d += 2)
-            a0 = simd::fma(qr[d], simd::load<B>(k + j * ldk + d * W), a0), a1 = simd::fma(qr[d + 1], simd::load<B>(k + j * ldk + (d + 1) * W), a1);
-        if constexpr (QV % 2 != 0) a0 = simd::fma(qr[QV - 1], simd::load<B>(k + j * ldk + (QV - 1) * W), a0);
-        st[j] = simd::reduce_add(a0 + a1);  // read back by the tree
+        st[j] = row_dot(qr, k + j * ldk);  // read back by the tree
         pos.idx[Rs - 1] = j0 + j;
         const F sv = read<F>(t, pos);
         if (sv == ninf) return;
@@ -879,13 +887,7 @@ __attribute__((always_inline)) inline void decode_key_blocks(const F* q, const T
         F largest = ninf;               // the largest finite score seen (units of 8 log2(e))
         for (std::size_t d = 0; d < QV; ++d) qr[d] = B::load_unaligned(q + d * W);
         for (std::size_t c = 0; c < NV; ++c) o[c] = B::load_unaligned(s.o + c * W);
-        auto score = [&](std::size_t j) __attribute__((always_inline)) {
-            B a0(F(0)), a1(F(0));  // two chains of FMAs
-            for (std::size_t d = 0; d + 1 < QV; d += 2)
-                a0 = simd::fma(qr[d], simd::load<B>(k + j * ldk + d * W), a0), a1 = simd::fma(qr[d + 1], simd::load<B>(k + j * ldk + (d + 1) * W), a1);
-            if constexpr (QV % 2 != 0) a0 = simd::fma(qr[QV - 1], simd::load<B>(k + j * ldk + (QV - 1) * W), a0);
-            st[j] = simd::reduce_add(a0 + a1);
-        };
+        auto score = [&](std::size_t j) __attribute__((always_inline)) { st[j] = row_dot(qr, k + j * ldk); };
         for (std::size_t j = 0; j < W; ++j) score(j);
         alignas(64) F pa[W];
         for (std::size_t jb = 0; jb < nb; jb += W) {
