@@ -18,7 +18,7 @@
 // decode_fma_floor reads it key by key beside the step's count of FMAs on registers (not
 // attention: how far this machine overlaps memory and that arithmetic at best).
 // decode_blocked (one query a KV head): blocks of 16 keys, the next block's K rows read beside this
-// block's V rows (a lead for attend's one-query plan, not a library).
+// block's V rows (the loop attend's one-query plan takes from DRAM on Zen 5, without a score tree).
 // decode_paired<...> times attend, the floor, the per-key loop and the FMA floor (and with one
 // query the blocked loop) in turn in every iteration (in each of their orders in rotation) and
 // reports attend / read, attend / per-key, attend / FMA floor, FMA floor / read (and attend /
@@ -246,9 +246,8 @@ struct decode_perkey {
 
 // One query per KV head (G = 1) in blocks of 16 keys: the next block's K row j (its dot product
 // summed across lanes at once) read beside this block's V row j, one vector exponential a
-// block; the last len % 16 keys one by one. Not attend: a lead for its one-query plan, which
-// goes key by key from DRAM on Zen 5 (docs/design.md, "the decode stream reading K and V row by
-// row").
+// block; the last len % 16 keys one by one. Not attend: the same order as its one-query plan
+// from DRAM on Zen 5 (decode_key_blocks), without the score tree, masks or checks.
 template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX>
 struct decode_blocked {
     using B = xsimd::batch<float>;
