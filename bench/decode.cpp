@@ -602,6 +602,13 @@ int main(int argc, char** argv) {
     floor_bf16_case<4096, 4096>();
     matvec_paired_case<layout::kn, 4096, 4096>("mvkn");
     matvec_paired_case<layout::nk, 4096, 4096>("mvnk");
+    matvec_paired_case<layout::nk, 288, 32000>("mvnk");
+    matvec_paired_case<layout::kn, 768, 2048>("mvkn");
+    matvec_paired_case<layout::nk, 768, 2048>("mvnk");
+    matvec_paired_case<layout::kn, 288, 768>("mvkn");
+    matvec_paired_case<layout::nk, 288, 768>("mvnk");
+    matvec_paired_case<layout::kn, 768, 288>("mvkn");
+    matvec_paired_case<layout::nk, 768, 288>("mvnk");
     matvec_bf16_case<layout::nk, 1, 288, 32000>("mvnk");
     floor_bf16_case<288, 32000>();
     matvec_bf16_case<layout::kn, 1, 288, 768>("mvkn");

@@ -90,18 +90,19 @@ void check_matvec() {
     if constexpr (expected == attend::plan::matvec) {
         // With 32 registers: column sums in registers over all of K up to 32 KiB (in L1), or up to
         // 1 MiB (in L2) with two rows of x; one row of x against up to 1 MiB with rows of at most
-        // 24 whole vectors: rows read whole. Else rows per step: 8 from 16 MiB with one row of
-        // x, 2 up to 1 MiB with one row of x given 32 registers, 16 for more than four rows of x
-        // (in groups of four, panels of whole rows), else 4.
+        // 24 whole vectors: rows read whole. Else rows per step: 8 beyond 1 MiB (L2) with one row
+        // of x, 2 up to 1 MiB with one row of x given 32 registers, 16 for more than four rows of
+        // x (in groups of four, panels of whole rows), else 4.
         using G = attend::detail::matvec_tiling<float, attend::simd::default_arch, M, N>;
         constexpr std::size_t bytes = K * N * sizeof(float), W = G::W;
         constexpr bool l1 = bytes <= (std::size_t{32} << 10), l2 = bytes <= (std::size_t{1} << 20), wide = G::regs >= 32;
         constexpr bool in_registers = wide && M <= 2 && (l1 || (M == 2 && l2));
         constexpr bool whole_rows = wide && !in_registers && M == 1 && l2 && N / W >= 1 && N / W <= 24;
-        constexpr std::size_t U = M > 4 ? 16 : M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : M == 1 && l2 && wide ? 2 : 4;
+        constexpr std::size_t U = M > 4 ? 16 : M == 1 && !l2 ? 8 : M == 1 && l2 && wide ? 2 : 4;
         const std::string want = in_registers ? "sums of " + std::to_string(16 / M) + " vectors of columns in registers"
                                  : whole_rows ? "rows read whole, the sums of all " + std::to_string(N / W) + " vectors"
                                  : M > 4      ? "16 rows of (K, N) at a time added into the panel's sums, rows of x in groups of 4"
+                                 : M == 1 && !l2 ? "8 rows of (K, N) at a time added into the panel's sums, 8 vector(s) of columns a chunk"
                                               : std::to_string(U) + " rows of (K, N) at a time";
         const std::string how = attend::explain(attend::matmul(*x, *w));
         BOOST_TEST(how.find(want) != std::string::npos, how);
@@ -149,6 +150,7 @@ BOOST_AUTO_TEST_CASE(matvec_every_row_count_both_layouts) {
     check_matvec<3, 65, 4100>();  // panels of 1360 columns
     check_matvec<2, 1031, 19>();  // long dot products with a K tail
     check_matvec<1, 2051, 2049>();  // a weight beyond 16 MiB: W (K, N) 8 rows per step in chunks of 8 vectors, a K tail of 3, a column tail of 1
+    check_matvec<1, 771, 2135>();   // beyond L2 (6 MiB): the same, the last chunks of 4 and 1 vector, a column tail of 7
 }
 
 // The matvec's run-time choices by core (eval/machine.hpp), each taken on any machine: one row of

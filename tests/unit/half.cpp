@@ -540,7 +540,8 @@ void check_matvec_16() {
     if constexpr (M == 1) {
         // With 32 registers a 16-bit weight in L2 (up to 1 MiB) is read in chunks of rows only
         // when its rows are whole (at most 24 vectors); wider ones keep column sums in registers,
-        // in blocks of up to 24 vectors (one row of x).
+        // in blocks of up to 24 vectors (one row of x). Beyond L2: 8 rows a step in chunks of 8
+        // vectors.
         using G = attend::detail::matvec_tiling<float, attend::simd::default_arch, M, N>;
         constexpr std::size_t bytes = K * N * sizeof(H), W = G::W;
         constexpr bool l2 = bytes <= (std::size_t{1} << 20), wide = G::regs >= 32;
@@ -548,6 +549,7 @@ void check_matvec_16() {
         constexpr bool in_registers = wide && l2 && !whole_rows && (bytes <= (std::size_t{32} << 10) || N / W > 24);
         const std::string want = in_registers ? "sums of 24 vectors of columns in registers"
                                  : whole_rows ? "rows read whole, the sums of all " + std::to_string(N / W) + " vectors"
+                                 : !l2        ? "8 rows of (K, N) at a time added into the panel's sums, 8 vector(s) of columns a chunk"
                                               : " rows of (K, N) at a time";
         const std::string how = attend::explain(attend::matmul(*x, *wkn));
         BOOST_TEST(how.find(want) != std::string::npos, how);
@@ -573,6 +575,10 @@ BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
     check_matvec_16<f16, 1, 288, 768>();
     check_matvec_16<bf16, 3, 1024, 1031>();  // M x 256 KiB of weight and more: the plan beyond two rows
     check_matvec_16<bf16, 1, 2903, 2901>();  // beyond 16 MiB: W (K, N) 8 rows per step, a K tail of 7
+    // beyond L2, within L3: 8 rows per step in chunks of 8 vectors (4 pairs), the last chunks of 4
+    // and 1 vector, 7 scalar columns, a K tail of 3 (f16: of 5)
+    check_matvec_16<bf16, 1, 771, 2135>();
+    check_matvec_16<f16, 1, 765, 2135>();
     // W (K, N) in cache, narrow: column sums in blocks of 4, 2 and 1 vectors after the wide ones
     check_matvec_16<bf16, 1, 299, 48>();
     check_matvec_16<bf16, 1, 299, 112>();
@@ -582,6 +588,19 @@ BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
     // or of 1 (f16), a K tail of 7 and of 9
     check_matvec_16<bf16, 6, 1031, 1077>();
     check_matvec_16<f16, 5, 777, 1077>();
+}
+
+// A 16-bit W (K, N) beyond L2 as every core runs it: on Zen 5 each line also requests the line
+// 512 bytes on in its row, and the last chunks of a step the next step's first lines (row_lead);
+// elsewhere no requests. From L3 and from DRAM.
+BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_of_every_core) {
+    using attend::detail::core_kind;
+    for (const core_kind kind : {core_kind::intel, core_kind::amd_zen5, core_kind::other}) {
+        attend::detail::pretend_core(kind);
+        check_matvec_16<bf16, 1, 771, 2135>();
+        check_matvec_16<bf16, 1, 2903, 2901>();
+    }
+    attend::detail::pretend_core(core_kind::automatic);
 }
 
 // bf16 weight rows (N, K) widened into even and odd elements against x split the same way: every

@@ -247,7 +247,7 @@ std::string explain(const E& e) {
         constexpr bool even_odd = !pairs && detail::even_odd_rows<typename G::B, FM, T, MM::M, MM::K>;
         const std::string rows_k = (pairs ? G::pair_sums_in_registers(bytes) : G::sums_in_registers(bytes))
                                        ? "sums of " + std::to_string(pairs ? G::pair_chunks : G::NV) + " vectors of columns in registers over all of K"
-                                   : pairs ? std::to_string(G::rows_per_step_unchunked(bytes)) + " rows of (K, N) at a time added into the panel's sums"
+                                   : pairs ? std::to_string(G::pair_rows_per_step(bytes)) + " rows of (K, N) at a time added into the panel's sums"
                                    : G::grouped ? std::to_string(G::GU) + " rows of (K, N) at a time added into the panel's sums, rows of x in groups of " +
                                                       std::to_string(G::MG) + ", " + std::to_string(G::GV) +
                                                       " vectors of columns a chunk (the chunk read again from L1 by each group)"

@@ -80,10 +80,10 @@ struct matvec_tiling {
     // Their panels: whole rows, the sums on the heap, where it is allowed (wide_panels).
     static constexpr std::size_t NPW = (N + W - 1) / W * W;
     // rows_k: weight rows per step (one load and store of the sums per U rows) for a weight of
-    // `bytes`: 8 for one row of x against a weight beyond 16 MiB, which streams from DRAM (Zen 5,
-    // 4096^2: float 1.43 -> 1.35 ms, bf16 0.99 -> 0.77); 2 for one row of x against a weight in
-    // L2 given 32 registers (chunked, below); else 4 (a weight in cache read 10-20 % slower with
-    // 8, and 4 rows of x with 8 weight rows were 33 % slower).
+    // `bytes`: 8 for one row of x against a weight beyond L2 (Zen 5, from DRAM, 4096^2: float
+    // 1.43 -> 1.35 ms, bf16 0.99 -> 0.77; from L3 in chunks, 768 x 2048, below); 2 for one row of x
+    // against a weight in L2 given 32 registers (chunked, below); else 4 (4 rows of x with 8
+    // weight rows were 33 % slower).
     static constexpr bool in_l2(std::size_t bytes) { return bytes <= (std::size_t{1} << 20); }
     // A 16-bit weight with rows of more than 24 vectors keeps the blocks (sums_in_registers):
     // chunks read 288 x 768 bf16 3-14 % slower in all of 4 runs (Zen 5, g++ and clang++,
@@ -91,30 +91,30 @@ struct matvec_tiling {
     static constexpr bool chunked(std::size_t bytes) {
         return M == 1 && regs >= 32 && in_l2(bytes) && (element >= sizeof(F) || N / W <= 24);
     }
-    static constexpr std::size_t rows_per_step(std::size_t bytes) { return chunked(bytes) ? 2 : rows_per_step_unchunked(bytes); }
-    // (also the rule of pair products, pair_axpy_panel, which take no chunks)
-    static constexpr std::size_t rows_per_step_unchunked(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
+    static constexpr std::size_t rows_per_step(std::size_t bytes) { return chunked(bytes) ? 2 : M == 1 && !in_l2(bytes) ? 8 : 4; }
+    // Pair products (pair_axpy_panel, no chunks): 8 from DRAM, else 4 (a weight in cache read
+    // 10-20 % slower with 8 in runs of one pair; not measured in chunks).
+    static constexpr std::size_t pair_rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
     // rows_k: vectors of columns per chunk of sums (axpy_rows: M x V sums in registers per step,
     // each weight row read in runs of V vectors). 16 for one row of x against a weight in L2: two
     // rows in runs of 16 vectors read it as fast as one stream, where runs of one vector from four
     // rows in turn took 1.6x as long (Zen 5, 288 x 768: 5.0 against 7.9 µs). 8 for one row of x
-    // against a float weight from DRAM (8 rows a step, each read in runs of 512 bytes, as Eigen's
-    // gemv reads them; Zen 5, 4096^2, mvkn_paired: g++ 1.02-1.05x Eigen's time -> 0.97-0.98x,
-    // clang++ 1.03-1.07x -> 0.95-0.98x; runs of 4 level with 8, of 16 level with 1, and 16 rows a
-    // step in runs of 8 or 4 vectors 1.02-1.03x and 1.15-1.18x; docs/performance.md, 2026-12-07,
-    // noon). Else one vector (bf16: a pair): from DRAM (Zen 5, 4096^2) runs of 16 were 1.2x
-    // slower for bf16 weights.
-    static constexpr std::size_t chunk_vectors(std::size_t bytes) {
-        return chunked(bytes) ? 16 : M == 1 && element == sizeof(F) && bytes >= (std::size_t{16} << 20) ? 8 : 1;
-    }
+    // against a weight beyond L2 (8 rows a step, each read in runs of 512 bytes, as Eigen's gemv
+    // reads them). Zen 5, docs/performance.md, 2026-12-07: from DRAM, float 4096^2 (mvkn_paired)
+    // g++ 1.02-1.05x Eigen's time -> 0.97-0.98x, clang++ 1.03-1.07x -> 0.95-0.98x (runs of 4 level
+    // with 8, of 16 level with 1, 16 rows a step 1.02-1.18x), bf16 level with runs of one pair;
+    // from L3, 768 x 2048 with 4 rows a step in runs of one vector before, float 0.81 -> 0.68x
+    // OpenBLAS's time, bf16 / float 0.79-0.86 -> 0.63-0.66 (with row_lead). Else one vector (bf16:
+    // a pair).
+    static constexpr std::size_t chunk_vectors(std::size_t bytes) { return chunked(bytes) ? 16 : M == 1 && !in_l2(bytes) ? 8 : 1; }
     // rows_k with 8 rows per step (from DRAM): each weight vector also requests the same columns
     // of the row two steps on into L2 (Zen 4, 4096^2 in-process A/B, both compilers: float
     // 0.82-0.90x the time, bf16 weights 0.86-0.99x; one step on or into L1 was less or slower,
     // and a weight of 3-8 MiB from L3 with 4 rows per step ran up to 1.2x slower with it). Zen 5
     // streams such a weight faster without them (float 4096^2, g++ 1.50-1.53 -> 1.33-1.37 ms,
     // clang++ 1.79-1.82 -> 1.38), as do Intel cores: the plan asks the machine (`with_weight_requests`).
-    static constexpr std::size_t rows_ahead(std::size_t bytes) { return rows_per_step_unchunked(bytes) == 8 ? 16 : 0; }
-    // rows_k with 8 rows per step and a 16-bit weight, on Zen 5: each weight line also requests the
+    static constexpr std::size_t rows_ahead(std::size_t bytes) { return pair_rows_per_step(bytes) == 8 ? 16 : 0; }
+    // rows_k with 8 rows per step and a 16-bit weight (beyond L2), on Zen 5: each weight line also requests the
     // line `row_lead` bytes on in its row into L1, and a step's last chunks request the first
     // row_lead bytes of the next step's rows (no earlier line of theirs does). Widened, a line
     // takes four instructions where a float line takes one, so fewer lines are in flight behind a
@@ -123,8 +123,9 @@ struct matvec_tiling {
     // in one process: cold (10 weights in turn) g++ 1410 -> 1267 µs (0.90x, quartiles 0.84-0.97),
     // clang++ 1447 -> 1313 (0.90x); one weight over and over 0.94x and 0.92x. 256 to 1024 bytes on
     // ran level; either half alone gained ~3 %, requests into L2 (T1) or 2-4 KiB on lost; float
-    // weights (which run near their read) gained ~3 %, within the noise, so take none.
-    static constexpr std::size_t row_lead(std::size_t bytes) { return element < sizeof(F) && rows_per_step_unchunked(bytes) == 8 ? 512 : 0; }
+    // weights (which run near their read) gained ~3 %, within the noise, so take none. From L3
+    // (768 x 2048 bf16 in chunks of 4 pairs) the requests took bf16 / float 0.71-0.77 -> 0.63-0.66.
+    static constexpr std::size_t row_lead(std::size_t bytes) { return element < sizeof(F) && rows_per_step(bytes) == 8 ? 512 : 0; }
     // rows_k: a weight of up to 32 KiB (in L1), or one in L2 with two rows of x (or with one, a
     // 16-bit weight that takes no chunks), keeps the sums of NV vectors of columns in registers
     // over all of K (axpy_columns), given 32 registers (with 16 the sums and the weight vectors do
@@ -151,7 +152,7 @@ struct matvec_tiling {
     static constexpr bool blocks_on_intel(std::size_t bytes) { return chunked(bytes) && whole_row_vectors(bytes) == 0 && NV > 0; }
     // Pair products (bf16 x and weight, pair_axpy_columns and pair_axpy_panel) keep the rules
     // measured for them before chunks: sums in registers for one or two rows of x up to 1 MiB,
-    // else rows_per_step_unchunked.
+    // else pair_rows_per_step.
     static constexpr bool pair_sums_in_registers(std::size_t bytes) { return NV > 0 && in_l2(bytes); }
     // rows_n: x rows and weight rows per register tile, MB x RN accumulators plus RN weight
     // vectors and one x vector within the register file.
@@ -952,7 +953,7 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
 #if defined(__AVX512F__) && defined(__AVX512BF16__)
             auto pair_rows_k = [&] {
                 if constexpr (G::pair_sums_in_registers(bytes)) pair_axpy_columns<B, M, G::pair_chunks, K>(x, ldx, w, ldw, ncols, y, LD);
-                else with_weight_requests<G::rows_ahead(bytes), 0>([&]<std::size_t Ahead, std::size_t>() { pair_axpy_panel<B, M, K, G::rows_per_step_unchunked(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
+                else with_weight_requests<G::rows_ahead(bytes), 0>([&]<std::size_t Ahead, std::size_t>() { pair_axpy_panel<B, M, K, G::pair_rows_per_step(bytes), Ahead>(x, ldx, w, ldw, ncols, y, LD); });
             };
             if constexpr (M * K * sizeof(F) <= config::stack_budget || config::heap_allowed) {
                 if (!pair_products_pay()) {  // x widened exactly, the float-x kernels
