@@ -811,6 +811,41 @@ __attribute__((always_inline)) inline simd::value_t<B> row_dot(const B (&qr)[QV]
     return simd::reduce_add(a0 + a1);
 }
 
+// One query's online softmax in registers, for the loops that take keys one or one block at a
+// time (decode_per_key, decode_key_blocks): q, the outputs O, l, the running maximum m and the
+// shift the probabilities take (units of 8 log2(e)), the largest finite score seen. A local of
+// the loop, reached through no pointer (xsimd's stores may alias anything that is).
+template <class B, std::size_t QV, std::size_t NV>
+struct one_query {
+    using F = simd::value_t<B>;
+    static constexpr std::size_t W = simd::lanes<B>;
+    static constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
+    B qr[QV], o[NV], l, shift;
+    F m, largest = ninf;
+    __attribute__((always_inline)) one_query(const F* q, const decode_state<F, 1, NV * W>& s) noexcept
+        : l(s.l[0]), shift(s.m[0] == ninf ? F(0) : s.m[0]), m(s.m[0]) {
+        for (std::size_t d = 0; d < QV; ++d) qr[d] = B::load_unaligned(q + d * W);
+        for (std::size_t c = 0; c < NV; ++c) o[c] = B::load_unaligned(s.o + c * W);
+    }
+    // A score x (or a block's largest) above the maximum, or NaN, moves it (a NaN to -inf: it
+    // moves nothing) and rescales O and l: rarely taken, so a key costs no multiplies of O.
+    __attribute__((always_inline)) void see(F x) noexcept {
+        if (!(x * L8 <= m)) [[unlikely]] {
+            if (x != -ninf) largest = std::max(largest, x * L8);  // (checked at the end: no call in the loop)
+            B mv(m);
+            const B alpha = advance_max(mv, B(x == x ? x * L8 : ninf), shift);
+            for (std::size_t c = 0; c < NV; ++c) o[c] = o[c] * alpha;
+            l = l * alpha;
+            m = mv.get(0);
+        }
+    }
+    __attribute__((always_inline)) void store(const decode_state<F, 1, NV * W>& s) const noexcept {
+        check_tile_max(largest);
+        s.m[0] = m, s.l[0] = l.get(0);
+        for (std::size_t c = 0; c < NV; ++c) o[c].store_unaligned(s.o + c * W);
+    }
+};
+
 // One query over a cache in place when its live keys fill the L3 (not on Zen 5, which takes
 // decode_key_blocks; and the keys past its last whole block): key by key, as llama.cpp's loop
 // reads it — K row j, its score, the score tree at key j alone, then V row j — so that K and V stream side
@@ -828,31 +863,16 @@ __attribute__((always_inline)) inline void decode_per_key(const F* q, const TK* 
                                                           const decode_state<F, 1, DV>& s, std::size_t n, bool halves) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QV = D / W, NV = DV / W;
     static_assert(D % W == 0 && DV % W == 0);
-    constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
-    B qr[QV], o[NV], l(s.l[0]);
-    F m = s.m[0];                      // the running maximum (units of 8 log2(e))
-    B shift(m == ninf ? F(0) : m);     // the shift the probabilities take
-    F largest = ninf;                  // the largest finite score seen (units of 8 log2(e))
-    for (std::size_t d = 0; d < QV; ++d) qr[d] = B::load_unaligned(q + d * W);
-    for (std::size_t c = 0; c < NV; ++c) o[c] = B::load_unaligned(s.o + c * W);
+    one_query<B, QV, NV> a(q, s);
     auto key = [&](std::size_t j) __attribute__((always_inline)) {
-        st[j] = row_dot(qr, k + j * ldk);  // read back by the tree
+        st[j] = row_dot(a.qr, k + j * ldk);  // read back by the tree
         pos.idx[Rs - 1] = j0 + j;
         const F sv = read<F>(t, pos);
-        if (sv == ninf) return;
-        // The maximum moves (or the score is NaN) only now and then: the rescale of what came
-        // before runs only then, so the common key costs one exponential and no multiplies of O.
-        if (!(sv * L8 <= m)) [[unlikely]] {
-            if (sv != -ninf) largest = std::max(largest, sv * L8);  // (checked after the loop: no call in it)
-            B mv(m);
-            const B alpha = advance_max(mv, B(sv == sv ? sv * L8 : ninf), shift);  // a NaN score does not move the maximum
-            for (std::size_t c = 0; c < NV; ++c) o[c] = o[c] * alpha;
-            l = l * alpha;
-            m = mv.get(0);
-        }
-        const B p = simd::exp_shifted(B(sv), shift);
-        l = l + p;
-        for (std::size_t c = 0; c < NV; ++c) o[c] = simd::fma(p, simd::load<B>(v + j * ldv + c * W), o[c]);
+        if (sv == -std::numeric_limits<F>::infinity()) return;
+        a.see(sv);
+        const B p = simd::exp_shifted(B(sv), a.shift);
+        a.l = a.l + p;
+        for (std::size_t c = 0; c < NV; ++c) a.o[c] = simd::fma(p, simd::load<B>(v + j * ldv + c * W), a.o[c]);
     };
     if (!halves)
         for (std::size_t j = 0; j < n; ++j) key(j);
@@ -861,9 +881,7 @@ __attribute__((always_inline)) inline void decode_per_key(const F* q, const TK* 
             key(x);
             if (h + x < n) key(h + x);
         }
-    check_tile_max(largest);
-    s.m[0] = m, s.l[0] = l.get(0);
-    for (std::size_t c = 0; c < NV; ++c) o[c].store_unaligned(s.o + c * W);
+    a.store(s);
 }
 
 // One query over a cache of F in place from DRAM in blocks of W keys: while V rows of block b
@@ -878,43 +896,27 @@ __attribute__((always_inline)) inline void decode_key_blocks(const F* q, const T
                                                              const decode_state<F, 1, DV>& s, std::size_t n) noexcept {
     constexpr std::size_t W = simd::lanes<B>, QV = D / W, NV = DV / W;
     static_assert(D % W == 0 && DV % W == 0);
-    constexpr F L8 = simd::log2e_x8<F>, ninf = -std::numeric_limits<F>::infinity();
     const std::size_t nb = n / W * W;  // keys in whole blocks
     if (nb > 0) {
-        B qr[QV], o[NV], l(s.l[0]);
-        F m = s.m[0];                   // the running maximum (units of 8 log2(e))
-        B shift(m == ninf ? F(0) : m);  // the shift the probabilities take
-        F largest = ninf;               // the largest finite score seen (units of 8 log2(e))
-        for (std::size_t d = 0; d < QV; ++d) qr[d] = B::load_unaligned(q + d * W);
-        for (std::size_t c = 0; c < NV; ++c) o[c] = B::load_unaligned(s.o + c * W);
-        auto score = [&](std::size_t j) __attribute__((always_inline)) { st[j] = row_dot(qr, k + j * ldk); };
+        one_query<B, QV, NV> a(q, s);
+        auto score = [&](std::size_t j) __attribute__((always_inline)) { st[j] = row_dot(a.qr, k + j * ldk); };
         for (std::size_t j = 0; j < W; ++j) score(j);
         alignas(64) F pa[W];
         for (std::size_t jb = 0; jb < nb; jb += W) {
             pos.idx[Rs - 1] = j0 + jb;
             const B sv = read<B>(t, pos);
-            const F mx = simd::max_across(simd::running_max(B(ninf), sv)).get(0);  // a NaN score does not move the maximum
-            if (!(mx * L8 <= m)) [[unlikely]] {
-                if (mx != -ninf) largest = std::max(largest, mx * L8);  // (checked after the loop: no call in it)
-                B mv(m);
-                const B alpha = advance_max(mv, B(mx * L8), shift);
-                for (std::size_t c = 0; c < NV; ++c) o[c] = o[c] * alpha;
-                l = l * alpha;
-                m = mv.get(0);
-            }
-            const B p = simd::exp_shifted(sv, shift);
-            l = l + simd::sum_across(p);
+            a.see(simd::max_across(simd::running_max(B(-std::numeric_limits<F>::infinity()), sv)).get(0));  // (NaN scores move nothing)
+            const B p = simd::exp_shifted(sv, a.shift);
+            a.l = a.l + simd::sum_across(p);
             p.store_aligned(pa);
             const bool more = jb + W < nb;
             for (std::size_t j = 0; j < W; ++j) {
                 if (more) score(jb + W + j);
                 const B pj(pa[j]);
-                for (std::size_t c = 0; c < NV; ++c) o[c] = simd::fma(pj, simd::load<B>(v + (jb + j) * ldv + c * W), o[c]);
+                for (std::size_t c = 0; c < NV; ++c) a.o[c] = simd::fma(pj, simd::load<B>(v + (jb + j) * ldv + c * W), a.o[c]);
             }
         }
-        check_tile_max(largest);
-        s.m[0] = m, s.l[0] = l.get(0);
-        for (std::size_t c = 0; c < NV; ++c) o[c].store_unaligned(s.o + c * W);
+        a.store(s);
     }
     if (nb < n) decode_per_key<B, D, DV>(q, k + nb * ldk, ldk, v + nb * ldv, ldv, t, pos, j0 + nb, st + nb, s, n - nb, false);
 }
