@@ -355,8 +355,11 @@ inline constexpr std::size_t rows_in_l3_ahead = 16;
 // Whether the scores stage unrolls a block's rows (sums in registers) also while it requests
 // rows ahead from DRAM: on Intel cores, where it was faster (an Intel Xeon VM, 8 x 4 heads over a
 // float cache of 8000 keys, bench/decode: g++ 2852-2863 -> 2719-2733 µs, clang++ 2750-2777 ->
-// 2684-2739); not on Zen 5, where it was 1.2x slower (2026-11-28); other cores unmeasured.
-inline bool scores_unrolled() noexcept { return intel_core(); }
+// 2684-2739); and on Zen 5 in clang++ builds (decode_paired<8, 4> from DRAM, six rounds
+// alternating binaries: 1.85-2.05x the read -> 1.59-1.80x; g++ level, 1.57-1.92 against
+// 1.57-1.73, so g++ keeps the loop, which had unrolled 1.2x slower on 2026-11-28); other cores
+// unmeasured.
+inline bool scores_unrolled() noexcept { return intel_core() || (compiled_by_clang && amd_zen5_or_later()); }
 
 // The width of a query row as the scores read it (bf16 queries: pairs).
 template <std::size_t D, class Q>
