@@ -134,6 +134,9 @@ void check_matvec() {
     *out = *r;
     *out = attend::matmul(*x, attend::transpose(*wt)) + *out;
     ref::expect_all(*out, [&](const ref::index& i) { return xwt(i) + (*r)(i[0], i[1]); }, tol);
+    *out = *r;
+    *out = attend::matmul(*x, *w) + *out;
+    ref::expect_all(*out, [&](const ref::index& i) { return xw(i) + (*r)(i[0], i[1]); }, tol);
     // x as an expression: evaluated once, then read in place.
     *out = attend::matmul(*x * 2.0f - 0.5f, *w);
     ref::expect_all(*out, [&](const ref::index& i) { return ref_x2[i[0] * N + i[1]]; }, tol);

@@ -556,6 +556,8 @@ void check_matvec_16() {
     }
     const tensor<float, M, N> r0 = *r;
     tensor<float, M, N> y = attend::matmul(*x, *wkn) + bias;
+    auto rkn = std::make_unique<tensor<float, M, N>>(r0);
+    *rkn = attend::matmul(*x, *wkn) + *rkn;  // the destination on the right
     *r = attend::matmul(*x, attend::transpose(*wnk)) + *r;
     const double tol = 1e-5 * std::sqrt(double(K));
     ref::expect_all(y, [&](const ref::index& i) {
@@ -566,6 +568,11 @@ void check_matvec_16() {
     ref::expect_all(*r, [&](const ref::index& i) {
         double acc = r0(i[0], i[1]);
         for (std::size_t k = 0; k < K; ++k) acc += double((*x)(i[0], k)) * static_cast<double>((*wnk)(i[1], k));
+        return acc;
+    }, tol);
+    ref::expect_all(*rkn, [&](const ref::index& i) {
+        double acc = r0(i[0], i[1]);
+        for (std::size_t k = 0; k < K; ++k) acc += double((*x)(i[0], k)) * static_cast<double>((*wkn)(k, i[1]));
         return acc;
     }, tol);
 }
