@@ -85,6 +85,8 @@ struct matvec_tiling {
     // against a weight in L2 given 32 registers (chunked, below); else 4 (4 rows of x with 8
     // weight rows were 33 % slower).
     static constexpr bool in_l2(std::size_t bytes) { return bytes <= (std::size_t{1} << 20); }
+    // A weight of 16 MiB or more streams from DRAM (the rules that ask for requests ahead).
+    static constexpr bool from_dram(std::size_t bytes) { return bytes >= (std::size_t{16} << 20); }
     // A 16-bit weight with rows of more than 24 vectors keeps the blocks (sums_in_registers):
     // chunks read 288 x 768 bf16 3-14 % slower in all of 4 runs (Zen 5, g++ and clang++,
     // 2026-11-28).
@@ -94,7 +96,7 @@ struct matvec_tiling {
     static constexpr std::size_t rows_per_step(std::size_t bytes) { return chunked(bytes) ? 2 : M == 1 && !in_l2(bytes) ? 8 : 4; }
     // Pair products (pair_axpy_panel, no chunks): 8 from DRAM, else 4 (a weight in cache read
     // 10-20 % slower with 8 in runs of one pair; not measured in chunks).
-    static constexpr std::size_t pair_rows_per_step(std::size_t bytes) { return M == 1 && bytes >= (std::size_t{16} << 20) ? 8 : 4; }
+    static constexpr std::size_t pair_rows_per_step(std::size_t bytes) { return M == 1 && from_dram(bytes) ? 8 : 4; }
     // rows_k: vectors of columns per chunk of sums (axpy_rows: M x V sums in registers per step,
     // each weight row read in runs of V vectors). 16 for one row of x against a weight in L2: two
     // rows in runs of 16 vectors read it as fast as one stream, where runs of one vector from four
@@ -107,13 +109,13 @@ struct matvec_tiling {
     // OpenBLAS's time, bf16 / float 0.79-0.86 -> 0.63-0.66 (with row_lead). Else one vector (bf16:
     // a pair).
     static constexpr std::size_t chunk_vectors(std::size_t bytes) { return chunked(bytes) ? 16 : M == 1 && !in_l2(bytes) ? 8 : 1; }
-    // rows_k with 8 rows per step (from DRAM): each weight vector also requests the same columns
+    // rows_k, one row of x against a weight from DRAM: each weight vector also requests the same columns
     // of the row two steps on into L2 (Zen 4, 4096^2 in-process A/B, both compilers: float
     // 0.82-0.90x the time, bf16 weights 0.86-0.99x; one step on or into L1 was less or slower,
     // and a weight of 3-8 MiB from L3 with 4 rows per step ran up to 1.2x slower with it). Zen 5
     // streams such a weight faster without them (float 4096^2, g++ 1.50-1.53 -> 1.33-1.37 ms,
     // clang++ 1.79-1.82 -> 1.38), as do Intel cores: the plan asks the machine (`with_weight_requests`).
-    static constexpr std::size_t rows_ahead(std::size_t bytes) { return pair_rows_per_step(bytes) == 8 ? 16 : 0; }
+    static constexpr std::size_t rows_ahead(std::size_t bytes) { return M == 1 && from_dram(bytes) ? 16 : 0; }
     // rows_k with 8 rows per step and a 16-bit weight (beyond L2), on Zen 5: each weight line also requests the
     // line `row_lead` bytes on in its row into L1, and a step's last chunks request the first
     // row_lead bytes of the next step's rows (no earlier line of theirs does). Widened, a line
@@ -165,7 +167,7 @@ struct matvec_tiling {
     // (measured with float weights on Zen 5: 4 x 4096^2
     // 2.2-2.5 -> 1.9-2.0 ms, 16 rows 6.0-6.4 -> 5.2-5.7; from L3, 4 x 768 x 2048 went 67-72 ->
     // 77-79 µs, from L2 2 x 288 x 768 5.0 -> 5.7-6.1, and with one row of x the stream slowed).
-    static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && bytes >= (std::size_t{16} << 20) ? 4096 : 0; }
+    static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && from_dram(bytes) ? 4096 : 0; }
 };
 
 // bf16 x (memory, or the caller's `cast<bf16>(x)`) against a bf16 weight on a target with
