@@ -493,6 +493,35 @@ void floor_bf16_case() {
         ->Unit(benchmark::kMicrosecond);
 }
 
+// The float and the bf16 cache of the same values, each beside the read of its bytes, timed in
+// turn within every iteration (an order shuffled afresh each time): the goal for a bf16
+// cache is stated as bf16 / float, which drifts apart when the two are timed minutes apart.
+// Counters: bf16 / float, each / its read, and the reads' ratio.
+template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
+void decode_bf16_paired(benchmark::State& state) {
+    auto f32 = std::make_unique<decode_attend<HKV, G, D, NMAX>>(LEN);
+    auto b16 = std::make_unique<decode_attend<HKV, G, D, NMAX, attend::bf16>>(LEN);
+    constexpr std::size_t n = 2 * HKV * LEN * D;
+    const auto buffer = floor_buffer<n>();
+    const float* w = buffer->data();
+    std::vector<std::function<void()>> steps = {
+        [&] { benchmark::DoNotOptimize(bench::read_once(w, n)); },
+        [&] { f32->run(); },
+        [&] { benchmark::DoNotOptimize(bench::read_once(w, n / 2)); },
+        [&] { b16->run(); },
+    };
+    std::vector<std::size_t> order(steps.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937 shuffle_seed(7);
+    auto shuffle = [&](auto& o) { std::shuffle(o.begin(), o.end(), shuffle_seed); };
+    shuffle(order);
+    const auto sum = bench::time_in_turn(state, steps, 3, order, shuffle);
+    state.counters["float_per_read"] = sum[1] / sum[0];
+    state.counters["bf16_per_read"] = sum[3] / sum[2];
+    state.counters["bf16_per_float"] = sum[3] / sum[1];
+    state.counters["read_bf16_per_float"] = sum[2] / sum[0];
+}
+
 // A bf16 KV cache: attend beside the read of its bytes (half the floats).
 template <std::size_t HKV, std::size_t G, std::size_t D, std::size_t NMAX, std::size_t LEN>
 void decode_bf16_case() {
@@ -509,6 +538,9 @@ void decode_bf16_case() {
         benchmark::RegisterBenchmark(("decode_attend_bf16_q" + args).c_str(), run_decode<Pairs, HKV, D, LEN>)->Unit(benchmark::kMicrosecond);
     }
     benchmark::RegisterBenchmark(("decode_floor_bf16" + args).c_str(), read_floor<HKV * LEN, D>)->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("decode_bf16_paired" + args).c_str(), decode_bf16_paired<HKV, G, D, NMAX, LEN>)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
 }
 
 // One row of x against a float and a bf16 weight of the same values, the read of each weight's

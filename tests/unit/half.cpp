@@ -1141,7 +1141,7 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
 // nothing (Intel cores, g++), by tiles whose scores read their quarters (others, with 16
 // registers), or the stream;
 // four queries' tile stages requesting the next tile, the scores with a block's rows unrolled
-// (Intel cores; Zen 5 in clang++ builds) or in a loop, over float and bf16 rows, the same bits
+// (Intel cores; Zen 5 over 16-bit rows, and over float rows in clang++ builds) or in a loop, over float and bf16 rows, the same bits
 // either way.
 BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
     using attend::detail::core_kind;
@@ -1151,7 +1151,9 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
     for (const core_kind kind : {core_kind::intel, core_kind::amd_zen5, core_kind::other}) {
         BOOST_TEST_CONTEXT("core " << int(kind)) {
             attend::detail::pretend_core(kind);
-            BOOST_TEST(attend::detail::scores_unrolled() == (kind == core_kind::intel || (kind == core_kind::amd_zen5 && attend::detail::compiled_by_clang)));
+            const bool zen5 = kind == core_kind::amd_zen5;
+            BOOST_TEST(attend::detail::scores_unrolled<float>() == (kind == core_kind::intel || (zen5 && attend::detail::compiled_by_clang)));
+            BOOST_TEST(attend::detail::scores_unrolled<bf16>() == (kind == core_kind::intel || zen5));
             BOOST_TEST(attend::detail::key_runs() == (kind == core_kind::intel && !attend::detail::compiled_by_clang));
             BOOST_TEST(attend::detail::key_blocks_from_dram() == (kind == core_kind::amd_zen5));
             BOOST_TEST(attend::detail::quarter_runs() == (kind == core_kind::other));
