@@ -493,6 +493,24 @@ void floor_bf16_case() {
         ->Unit(benchmark::kMicrosecond);
 }
 
+// Steps 0-3 (the read of the float bytes, the float step, the read of the bf16 bytes, the bf16
+// step) and any after them, timed in turn in an order shuffled afresh every iteration, so that each
+// follows each of the others as often; the bf16 step's time is the iteration's. Sets the counters
+// of the two steps against each other and their reads, and gives the summed times.
+std::vector<double> float_and_bf16_in_turn(benchmark::State& state, const std::vector<std::function<void()>>& steps) {
+    std::vector<std::size_t> order(steps.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937 shuffle_seed(7);
+    auto shuffle = [&](auto& o) { std::shuffle(o.begin(), o.end(), shuffle_seed); };
+    shuffle(order);
+    const auto sum = bench::time_in_turn(state, steps, 3, order, shuffle);
+    state.counters["float_per_read"] = sum[1] / sum[0];
+    state.counters["bf16_per_read"] = sum[3] / sum[2];
+    state.counters["bf16_per_float"] = sum[3] / sum[1];
+    state.counters["read_bf16_per_float"] = sum[2] / sum[0];
+    return sum;
+}
+
 // The float and the bf16 cache of the same values, each beside the read of its bytes, timed in
 // turn within every iteration (an order shuffled afresh each time): the goal for a bf16
 // cache is stated as bf16 / float, which drifts apart when the two are timed minutes apart.
@@ -510,16 +528,7 @@ void decode_bf16_paired(benchmark::State& state) {
         [&] { benchmark::DoNotOptimize(bench::read_once(w, n / 2)); },
         [&] { b16->run(); },
     };
-    std::vector<std::size_t> order(steps.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::mt19937 shuffle_seed(7);
-    auto shuffle = [&](auto& o) { std::shuffle(o.begin(), o.end(), shuffle_seed); };
-    shuffle(order);
-    const auto sum = bench::time_in_turn(state, steps, 3, order, shuffle);
-    state.counters["float_per_read"] = sum[1] / sum[0];
-    state.counters["bf16_per_read"] = sum[3] / sum[2];
-    state.counters["bf16_per_float"] = sum[3] / sum[1];
-    state.counters["read_bf16_per_float"] = sum[2] / sum[0];
+    float_and_bf16_in_turn(state, steps);
 }
 
 // A bf16 KV cache: attend beside the read of its bytes (half the floats).
@@ -570,16 +579,7 @@ void matvec_paired(benchmark::State& state) {
     auto openblas = std::make_unique<openblas_impl<L, 1, K, N>>();
     steps.push_back([&] { openblas->run(); });
 #endif
-    std::vector<std::size_t> order(steps.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::mt19937 shuffle_seed(7);
-    auto shuffle = [&](auto& o) { std::shuffle(o.begin(), o.end(), shuffle_seed); };
-    shuffle(order);
-    const auto sum = bench::time_in_turn(state, steps, 3, order, shuffle);
-    state.counters["float_per_read"] = sum[1] / sum[0];
-    state.counters["bf16_per_read"] = sum[3] / sum[2];
-    state.counters["bf16_per_float"] = sum[3] / sum[1];
-    state.counters["read_bf16_per_float"] = sum[2] / sum[0];
+    const auto sum = float_and_bf16_in_turn(state, steps);
     std::size_t next = 4;
 #ifdef ATTEND_HAVE_EIGEN
     state.counters["float_per_eigen"] = sum[1] / sum[next++];
