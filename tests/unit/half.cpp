@@ -1141,8 +1141,8 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
 // nothing (Intel cores, g++), by tiles whose scores read their quarters (others, with 16
 // registers), or the stream;
 // four queries' tile stages requesting the next tile, the scores with a block's rows unrolled
-// (Intel cores; Zen 5 over 16-bit rows, and over float rows in clang++ builds) or in a loop, over float and bf16 rows, the same bits
-// either way.
+// (Intel cores; Zen 5 over 16-bit rows, and over float rows in clang++ builds) or in a loop, over
+// float and bf16 rows, the same bits either way.
 BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
     using attend::detail::core_kind;
     constexpr std::size_t NF = 4352, NB = 8704;  // 17 and 34 tiles: 34 MiB caches, float and bf16

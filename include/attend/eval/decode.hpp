@@ -360,7 +360,8 @@ inline constexpr std::size_t rows_in_l3_ahead = 16;
 // 1.57-1.73, so g++ keeps the loop, which had unrolled 1.2x slower on 2026-11-28); other cores
 // unmeasured. A 16-bit cache unrolls on Zen 5 with g++ too (8 x 4 heads over a bf16 cache of 8000
 // keys, decode_bf16_paired, three rounds alternating binaries: 1606-1796 -> 1393-1440 µs, 2.18-2.36x
-// -> 1.95-2.04x its read, while the float cache went 1.71-1.76x -> 1.89-1.93x its read).
+// -> 1.95-2.04x its read, while the float cache went 1.71-1.76x -> 1.89-1.93x its read; both
+// steps in one process: 0.84-0.86x the time; docs/performance.md, 2026-12-07 evening).
 template <class T>
 inline bool scores_unrolled() noexcept {
     return intel_core() || (amd_zen5_or_later() && (compiled_by_clang || sizeof(T) == 2));
@@ -1178,7 +1179,8 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
                         return amx_decode_scores<NQ, D, KB, BN, k_groups>(
                             k, ldk, qtiles, st, [&](std::size_t f) __attribute__((always_inline)) { k_next.template request<D>(f); });
                 if constexpr (simd::vector_registers<> >= 32 && !std::is_same_v<decltype(k_next), no_rows_ahead>)
-                    if (scores_unrolled<std::remove_cvref_t<decltype(*k)>>()) return decode_scores<B, NQ, KB, BN, D, DV, split, true>(qrows, k, ldk, st, k_next, live);
+                    if (scores_unrolled<std::remove_cvref_t<decltype(*k)>>())
+                        return decode_scores<B, NQ, KB, BN, D, DV, split, true>(qrows, k, ldk, st, k_next, live);
                 if constexpr (quarters)
                     if (runs)
                         return decode_scores<B, NQ, KB, BN, D, DV, split || quarters_split, false>(quarters_split ? +qsplit : qrows, k, ldk,
