@@ -597,9 +597,10 @@ BOOST_AUTO_TEST_CASE(matvec_streams_16_bit_weights) {
     check_matvec_16<f16, 5, 777, 1077>();
 }
 
-// A 16-bit W (K, N) beyond L2 as every core runs it: on Zen 5 each line also requests the line
-// 512 bytes on in its row, and the last chunks of a step the next step's first lines (row_lead);
-// elsewhere no requests. From L3 and from DRAM.
+// A 16-bit W (K, N) beyond L2 as every core runs it: on Zen 5 and Intel cores each line also
+// requests the line 512 bytes on in its row, and the last chunks of a step the next step's first
+// lines (row_lead); elsewhere no requests. From L3 and from DRAM; the same weights as rows (N, K),
+// whose widened lines on Intel cores request the line 2 KiB on from DRAM (even_odd_later).
 BOOST_AUTO_TEST_CASE(matvec_16_bit_weights_of_every_core) {
     using attend::detail::core_kind;
     for (const core_kind kind : {core_kind::intel, core_kind::amd_zen5, core_kind::other}) {

@@ -127,6 +127,8 @@ struct matvec_tiling {
     // ran level; either half alone gained ~3 %, requests into L2 (T1) or 2-4 KiB on lost; float
     // weights (which run near their read) gained ~3 %, within the noise, so take none. From L3
     // (768 x 2048 bf16 in chunks of 4 pairs) the requests took bf16 / float 0.71-0.77 -> 0.63-0.66.
+    // Intel cores take them too (Xeon VM, 4096^2 bf16, mvkn_paired, 3 rounds alternating builds:
+    // bf16 / float g++ 0.58-0.61 -> 0.51, clang++ 0.58-0.60 -> 0.48-0.50; 2026-12-07, night).
     static constexpr std::size_t row_lead(std::size_t bytes) { return element < sizeof(F) && rows_per_step(bytes) == 8 ? 512 : 0; }
     // rows_k: a weight of up to 32 KiB (in L1), or one in L2 with two rows of x (or with one, a
     // 16-bit weight that takes no chunks), keeps the sums of NV vectors of columns in registers
@@ -168,6 +170,13 @@ struct matvec_tiling {
     // 2.2-2.5 -> 1.9-2.0 ms, 16 rows 6.0-6.4 -> 5.2-5.7; from L3, 4 x 768 x 2048 went 67-72 ->
     // 77-79 µs, from L2 2 x 288 x 768 5.0 -> 5.7-6.1, and with one row of x the stream slowed).
     static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && from_dram(bytes) ? 4096 : 0; }
+    // rows_n, bf16 rows widened to even and odd elements against one row of x, a weight from
+    // DRAM, on Intel cores (asked at run time): each widened line also requests
+    // the line 2 KiB further on in its row, as the widening holds fewer lines in flight behind a
+    // miss than a float row's FMAs do (Intel Xeon VM, mvnk_paired, 3 rounds alternating builds,
+    // g++: bf16 / float 4096^2 0.57-0.58 -> 0.46-0.49, (288, 32000) 0.59-0.62 -> 0.45-0.46; 512
+    // bytes on 0.50-0.56, 1 KiB 0.48-0.50, 4 KiB 0.46-0.50, 8 KiB 0.49-0.50). Zen 5 unmeasured.
+    static constexpr std::size_t even_odd_later(std::size_t bytes) { return M == 1 && from_dram(bytes) ? 2048 : 0; }
 };
 
 // bf16 x (memory, or the caller's `cast<bf16>(x)`) against a bf16 weight on a target with
@@ -462,13 +471,13 @@ inline constexpr bool weight_requests_built = simd::vector_registers<> >= 32;
 inline constexpr bool weight_requests_built = true;
 #endif
 // Lead (bytes on in each row, matvec_tiling::row_lead): panel.template operator()<0, Lead>() on
-// Zen 5 instead, where it was measured.
+// Zen 5 and Intel cores instead, where it was measured.
 template <std::size_t Ahead, std::size_t Lead, class Panel>
 inline void with_weight_requests(const Panel& panel) {
     if constexpr ((Ahead > 0 || Lead > 0) && weight_requests_built) {
         const bool zen5 = amd_zen5_or_later();
         if (Ahead > 0 && !zen5 && !intel_core()) return panel.template operator()<Ahead, 0>();
-        if (Lead > 0 && zen5) return panel.template operator()<0, Lead>();
+        if (Lead > 0 && (zen5 || intel_core())) return panel.template operator()<0, Lead>();
     }
     panel.template operator()<0, 0>();
 }
@@ -699,8 +708,8 @@ inline constexpr bool even_odd_rows = std::is_same_v<F, float> && std::is_same_v
 // The vector part of a register tile's dot products with bf16 weight rows widened to even and
 // odd lanes (simd::widen_even_odd) against x split the same way (x[m] at xs + m * K: K/2 even
 // values, then K/2 odd), into acc[m][r]; even and odd products in their own accumulators while the
-// tile has too few to cover the FMA's latency.
-template <class B, std::size_t MB, std::size_t RN, std::size_t K, std::size_t KV>
+// tile has too few to cover the FMA's latency. Later: as dot_tile's.
+template <class B, std::size_t MB, std::size_t RN, std::size_t K, std::size_t KV, std::size_t Later>
 inline void even_odd_dots(const float* xs, const bf16* w, std::size_t ldn, B (&acc)[MB][RN]) noexcept {
     constexpr std::size_t W = simd::lanes<B>, split = MB * RN <= 8 ? 2 : 1;
     // Each weight vector loaded once given 32 registers (x86-64-v3's 16 ran (288, 768) at 5.1
@@ -712,7 +721,10 @@ inline void even_odd_dots(const float* xs, const bf16* w, std::size_t ldn, B (&a
     for (std::size_t k = 0; k < KV; k += 2 * W) {
         B we[RN], wo[RN];
 #pragma GCC unroll 8
-        for (std::size_t r = 0; r < RN; ++r) simd::widen_even_odd<one_load>(w + r * ldn + k, we[r], wo[r]);
+        for (std::size_t r = 0; r < RN; ++r) {
+            if constexpr (Later > 0) __builtin_prefetch(w + r * ldn + k + Later / sizeof(bf16), 0, 3);
+            simd::widen_even_odd<one_load>(w + r * ldn + k, we[r], wo[r]);
+        }
 #pragma GCC unroll 8
         for (std::size_t m = 0; m < MB; ++m) {
             const B xe = B::load_unaligned(xs + m * K + k / 2), xo = B::load_unaligned(xs + m * K + K / 2 + k / 2);
@@ -784,7 +796,7 @@ inline void dot_tile(const X* x, std::size_t ldx, const T* w, std::size_t ldn, F
     for (std::size_t m = 0; m < MB; ++m)
         for (std::size_t r = 0; r < RN; ++r) acc[m][r] = B(F(0));
     if constexpr (Kind == dots::even_odd) {
-        even_odd_dots<B, MB, RN, K, KV>(xs, w, ldn, acc);
+        even_odd_dots<B, MB, RN, K, KV, Later>(xs, w, ldn, acc);
     } else if constexpr (Kind == dots::pairs) {
         pair_row_dots<B, MB, RN, KV>(x, ldx, w, ldn, acc);
     } else {
@@ -972,7 +984,10 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         else if constexpr (even_odd) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
             for (std::size_t m = 0; m < M; ++m) simd::split_even_odd(x + m * ldx, K / 2, xs + m * K, xs + m * K + K / 2);
-            dot_panel<B, M, G::MB, G::RN, K, dots::even_odd>(x, ldx, w, ldw, ncols, y, NP, +xs);
+            constexpr std::size_t later = G::even_odd_later(bytes);
+            if (later > 0 && weight_requests_built && intel_core())
+                dot_panel<B, M, G::MB, G::RN, K, dots::even_odd, later>(x, ldx, w, ldw, ncols, y, NP, +xs);
+            else dot_panel<B, M, G::MB, G::RN, K, dots::even_odd>(x, ldx, w, ldw, ncols, y, NP, +xs);
         } else dot_panel<B, M, G::MB, G::RN, K, dots::plain, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
