@@ -171,11 +171,11 @@ struct matvec_tiling {
     // 77-79 µs, from L2 2 x 288 x 768 5.0 -> 5.7-6.1, and with one row of x the stream slowed).
     static constexpr std::size_t later(std::size_t bytes) { return M >= 2 && from_dram(bytes) ? 4096 : 0; }
     // rows_n, bf16 rows widened to even and odd elements against one row of x, a weight from
-    // DRAM, on Intel cores (asked at run time): each widened line also requests
-    // the line 2 KiB further on in its row, as the widening holds fewer lines in flight behind a
-    // miss than a float row's FMAs do (Intel Xeon VM, mvnk_paired, 3 rounds alternating builds,
-    // g++: bf16 / float 4096^2 0.57-0.58 -> 0.46-0.49, (288, 32000) 0.59-0.62 -> 0.45-0.46; 512
-    // bytes on 0.50-0.56, 1 KiB 0.48-0.50, 4 KiB 0.46-0.50, 8 KiB 0.49-0.50). Zen 5 unmeasured.
+    // DRAM, on Intel cores (asked at run time): each widened line also requests the line 2 KiB
+    // further on in its row, as the widening holds fewer lines in flight behind a miss than a
+    // float row's FMAs do (Intel Xeon VM, mvnk_paired, 3 rounds alternating builds, g++: bf16 /
+    // float 4096^2 0.57-0.58 -> 0.46-0.49, (288, 32000) 0.59-0.62 -> 0.45-0.46; 512 bytes on
+    // 0.50-0.56, 1 KiB 0.48-0.50, 4 KiB 0.46-0.50, 8 KiB 0.49-0.50). Zen 5 unmeasured.
     static constexpr std::size_t even_odd_later(std::size_t bytes) { return M == 1 && from_dram(bytes) ? 2048 : 0; }
 };
 
