@@ -1131,16 +1131,15 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
     // widths of 2, 4 and 8 vectors), held to the float bound: P stays float in decode.
     check_decode_16<float, bf16, bf16, 2, 4, 1000, 128>(110);
     check_decode_16<float, f16, bf16, 3, 3, 700, 64>(113);
-    // One query over a bf16 cache of 64 MB (the stream from DRAM, requesting rows ahead on Zen 5;
-    // the last requests clamped to the cache's last row).
+    // One query over a bf16 cache of 64 MB (from DRAM: by blocks of keys on Zen 5 and Intel
+    // cores, elsewhere the stream).
     check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(116);
 }
 
 // Caches of 32 MiB and more as each core would run them (eval/machine.hpp, taken on any
-// machine): one query's stream requesting its rows ahead (Zen 5 and Intel cores) or not
-// (others); one query over a float cache by blocks of keys (Zen 5), by tiles of 2048 keys requesting
-// nothing (Intel cores, g++), by tiles whose scores read their quarters (others, with 16
-// registers), or the stream;
+// machine): one query by blocks of keys (Zen 5 and Intel cores), by tiles whose scores read their
+// quarters (others, with 16 registers), or the stream; two queries' stream requesting its rows
+// ahead (Zen 5 and Intel cores) or not (others);
 // four queries' tile stages requesting the next tile, the scores with a block's rows unrolled
 // (Intel cores; Zen 5 over 16-bit rows, and over float rows in clang++ builds) or in a loop, over
 // float and bf16 rows, the same bits either way.
@@ -1155,10 +1154,10 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
             const bool zen5 = kind == core_kind::amd_zen5;
             BOOST_TEST(attend::detail::scores_unrolled<float>() == (kind == core_kind::intel || (zen5 && attend::detail::compiled_by_clang)));
             BOOST_TEST(attend::detail::scores_unrolled<bf16>() == (kind == core_kind::intel || zen5));
-            BOOST_TEST(attend::detail::key_runs() == (kind == core_kind::intel && !attend::detail::compiled_by_clang));
-            BOOST_TEST(attend::detail::key_blocks_from_dram() == (kind == core_kind::amd_zen5));
+            BOOST_TEST(attend::detail::key_blocks_from_dram() == (kind == core_kind::amd_zen5 || kind == core_kind::intel));
             BOOST_TEST(attend::detail::quarter_runs() == (kind == core_kind::other));
             check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
+            check_decode_16<float, bf16, bf16, 16, 2, 4096, 128>(162);  // (the last requests clamped to the cache's last row)
             check_decode_16<float, float, float, 8, 1, NF, 128>(159);  // two tiles of 2048 keys and 256
             auto of = check_decode_16<float, float, float, 8, 4, NF, 128>(153);
             auto ob = check_decode_16<float, bf16, bf16, 8, 4, NB, 128>(156);
@@ -1250,7 +1249,6 @@ BOOST_AUTO_TEST_CASE(decode_key_blocks) {
     using attend::detail::core_kind;
     attend::detail::pretend_core(core_kind::amd_zen5);
     BOOST_TEST(attend::detail::key_blocks_from_dram());
-    BOOST_TEST(!attend::detail::key_runs());
     BOOST_TEST_REQUIRE(2 * 8 * 8448 * 128 * sizeof(float) >= attend::detail::request_ahead_bytes());
     check_cache_lengths<float, 8, 1, 8448>(191, true);
     check_cache_lengths<bf16, 8, 1, 8448>(194, true);  // (16-bit rows widened as read)

@@ -9,11 +9,10 @@
 //   P V:     O = alpha O + P V_tile, V rows read whole and in order, in place (16-bit widened);
 //            with 16 registers three rows at a time from the tile's thirds, the outputs in L1.
 // One or two queries run every stage per W-key block with the outputs in registers
-// (decode_stream; one query over a float cache goes by blocks of keys, the next block's K rows
-// beside this block's V rows, from DRAM on Zen 5: decode_key_blocks; elsewhere key by key when
-// its live keys fill the L3: decode_per_key; from DRAM on Intel cores in g++ builds it takes the
-// tile stages over tiles of 2048 keys: key_runs; with 16 registers on AMD cores before Zen 5 as
-// well: quarter_runs);
+// (decode_stream; one query goes by blocks of keys, the next block's K rows beside this block's
+// V rows, from DRAM on Zen 5 and Intel cores: decode_key_blocks; elsewhere, over a float cache,
+// key by key when its live keys fill the L3: decode_per_key; with 16 registers on AMD cores
+// before Zen 5 it takes the tile stages over the tile's quarters: quarter_runs);
 // more run the stages tile by tile, in groups of queries (with bf16 Q and K where the OS grants
 // AMX tiles, the scores on tiles: amx_decode_scores).
 // Key tiles the score tree's masks rule out (j >= len, causal, j >= lens) are never touched. When
@@ -76,8 +75,8 @@ struct decode_tiling {
     // g++ level; an Intel Xeon VM, g++, 4436-6400 -> 2706-2831; docs/performance.md). Not on
     // earlier AMD cores: on Zen 4 requests made a bf16 cache 1.7x slower (2026-11-27).
     static constexpr std::size_t stream_ahead = 32;
-    // Keys per tile for one query over a float cache that may stream from DRAM (decode_by_key),
-    // whose tile stages read its K rows and then its V rows as runs of 1 MiB at d 128 (key_runs).
+    // Keys per tile for one query over a float cache that may stream from DRAM (decode_by_key) in
+    // g++ builds (decode_tile_keys): each tile one call of decode_key_blocks or decode_per_key.
     static constexpr std::size_t run_BN = 2048;
 };
 
@@ -975,30 +974,27 @@ inline bool decode_from_dram(const Kt&, const Vl&) noexcept {
 }
 
 // Keys per tile of the decode nest: run_BN for one query over a cache of F in place that may
-// stream from DRAM in a g++ build (key_runs, or key by key), else BN (a larger tile would pack more rows of an
-// expression on the stack; clang++'s stream over such tiles read 32 x 1 heads at 1.22-1.39x the
-// read, over tiles of 256 at 1.09-1.25x, 6 rounds).
-inline constexpr bool key_runs_built = !compiled_by_clang;  // (the builds that may take key_runs)
+// stream from DRAM in a g++ build (by blocks of keys, or key by key), else BN (a larger tile would
+// pack more rows of an expression on the stack; clang++'s stream over such tiles read 32 x 1
+// heads at 1.22-1.39x the read, over tiles of 256 at 1.09-1.25x, 6 rounds; its key blocks over
+// tiles of 2048 ran 0.95-0.975x the time on Zen 5, its stream over them 1.1x on the cores
+// that take the stream).
+inline constexpr bool long_key_tiles_built = !compiled_by_clang;
 template <class G, class F, class Kt, class Vl, std::size_t NQ, std::size_t D>
-inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, D> && key_runs_built ? G::run_BN : G::BN;
-
-// Whether one query over a float cache from DRAM (decode_by_key) takes the tile stages without
-// requests, reading its K rows and then its V rows in runs of 2048 keys, one memory stream at a
-// time: on Intel cores when g++ compiles this (32 x 1 heads over 4000 keys, bench/decode, g++:
-// an Intel Xeon VM 1.25-1.73x the read -> 1.15-1.46x, tiles with requests 1.29-1.62x). clang++'s
-// stream requesting rows ahead read it at 1.15-1.28x on Intel, its runs at 1.14-1.35x
-// (docs/performance.md, 2026-11-30 afternoon). Zen 5 goes by blocks of keys (key_blocks_from_dram).
-// Elsewhere the stream, or key by key when the live keys fill the L3.
-inline bool key_runs() noexcept { return key_runs_built && intel_core(); }
+inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, D> && long_key_tiles_built ? G::run_BN : G::BN;
 
 // Whether one query over a cache streaming from DRAM (decode_blocks_of_keys) reads K and V in
-// blocks of W keys (decode_key_blocks) whatever the length: on Zen 5. A float cache ran within
-// a few per cent of a plain blocked loop and ahead of a plain per-key loop (32 x 1 heads over
-// 4000 keys, bench/decode's decode_paired, 8 rounds alternating binaries, g++: 0.90-0.99x the
+// blocks of W keys (decode_key_blocks) whatever the length: on Zen 5 and Intel cores. On Zen 5 a
+// float cache ran within a few per cent of a plain blocked loop and ahead of a plain per-key loop
+// (32 x 1 heads over 4000 keys, bench/decode's decode_paired, 8 rounds alternating binaries, g++: 0.90-0.99x the
 // per-key loop's time where key by key took 1.02-1.12x, 1.07-1.19x the read against 1.23-1.43x;
 // clang++ 0.78-0.83x against 0.76-0.87x); a bf16 cache 0.87x (g++) and 0.90-0.91x (clang++) the
-// time of the stream requesting rows ahead (harness; docs/performance.md, 2026-12-07, noon).
-inline bool key_blocks_from_dram() noexcept { return amd_zen5_or_later(); }
+// time of the stream requesting rows ahead (harness; docs/performance.md, 2026-12-07, noon). On
+// an Intel Xeon VM (bench/decode, 3 rounds alternating builds) against g++'s tile stages over
+// tiles of 2048 keys without requests and clang++'s stream requesting rows ahead: a float cache
+// 0.89-0.90x the per-key loop's time where those took 0.95-0.96x (g++), 1.10-1.18x where they
+// took 1.12-1.27x (clang++); a bf16 cache 0.98-1.02x its read where they took 1.14-1.24x (both).
+inline bool key_blocks_from_dram() noexcept { return amd_zen5_or_later() || intel_core(); }
 
 // Whether one query may go by blocks of keys from DRAM (decode_key_blocks): a cache that may be
 // that large, K and V rows in place (F, or 16-bit widened as read), both head dimensions whole
@@ -1036,7 +1032,8 @@ inline constexpr bool decode_quarters = [] {
 }();
 
 // Whether one query over a cache of F in place (decode_by_key) goes key by key or by blocks of
-// keys: when the cache streams from DRAM (`ahead`) on Zen 5 (in blocks: key_blocks_from_dram),
+// keys: when the cache streams from DRAM (`ahead`) on Zen 5 and Intel cores (in blocks:
+// key_blocks_from_dram),
 // or elsewhere when the keys the masks leave fill the L3 — when the tree's scores
 // in `b` (one batch index's query) reach into the tile holding key `fill`, taking the live keys
 // to be a prefix (a length mask's; other masks only make it a guess, which picks a plan, not a
@@ -1137,13 +1134,13 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         if constexpr (may_by_key) return decode_goes_by_key<F, Kt, Vl, NK, BN>(tree_at(cursor), tile_box, ahead);
         else return false;
     }();
-    // The tile stages, requesting nothing (key_runs; with 16 registers the quarters: quarter_runs,
-    // in L3 as well over tiles of 256 keys: 32 x 1 heads over 500 keys, Zen 3, harness, a bf16
+    // The tile stages, requesting nothing (with 16 registers the quarters: quarter_runs, from DRAM
+    // and in L3 as well over tiles of 256 keys: 32 x 1 heads over 500 keys, Zen 3, harness, a bf16
     // cache g++ 376 -> 282 µs, clang++ 341 -> 267, over 17 keys 23 -> 19; a float cache, clang++,
     // 471 -> 383, over 17 keys level. g++ builds' tiles of 2048 keys over a float cache took 28 µs
     // over 17 keys, the stream 22: those keep the stream in L3)
     constexpr bool quarters = decode_quarters<G, F, Kt, Vl, NQ, D>;
-    const bool runs = (ahead && may_by_key && key_runs()) || (quarters && quarter_runs() && (ahead || BN == G::BN));
+    const bool runs = quarters && quarter_runs() && (ahead || BN == G::BN);
     [[maybe_unused]] const bool halves = may_by_key && per_key_halves();
     // Keys [j0, j0 + KB) through the stages; the stream (K and V in place) takes kb keys instead.
     // Only the first `live` take part in P V (live < kb: a tile the masks cut).

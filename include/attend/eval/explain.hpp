@@ -155,13 +155,13 @@ std::string explain(const E& e) {
         using Vb = std::remove_cvref_t<decltype(A::b)>;
         constexpr bool quarters = detail::decode_quarters<DT, F, Kb, Vb, MM::M, MM::K>;  // (16-register builds only)
         if constexpr (MM::M <= DT::max_queries && detail::decode_by_key<DT, F, Kb, Vb, MM::M, MM::K>)
-            s += "  from DRAM: on Zen 5 by blocks of " + std::to_string(DT::W) +
-                 " keys, the next block's K rows read beside this block's V rows; on Intel cores (g++ builds) by tiles of " +
-                 std::to_string(DT::run_BN) + " keys, K rows then V rows; " +
+            s += "  from DRAM: on Zen 5 and Intel cores by blocks of " + std::to_string(DT::W) +
+                 " keys, the next block's K rows read beside this block's V rows; " +
                  (quarters ? "on AMD cores before Zen 5 by tiles, scores over the tile's quarters and P V over its thirds; " : "") +
                  "elsewhere key by key when the keys the masks leave fill the L3\n";
         else if constexpr (MM::M <= DT::max_queries && detail::decode_blocks_of_keys<DT, F, Kb, Vb, MM::M, MM::K, DV>)
-            s += "  from DRAM: on Zen 5 by blocks of " + std::to_string(DT::W) + " keys, the next block's K rows read beside this block's V rows" +
+            s += "  from DRAM: on Zen 5 and Intel cores by blocks of " + std::to_string(DT::W) +
+                 " keys, the next block's K rows read beside this block's V rows" +
                  (quarters ? "; on AMD cores before Zen 5 (16 registers) by tiles, scores over the tile's quarters and P V over its thirds"
                            : "") +
                  "\n";
