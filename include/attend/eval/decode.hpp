@@ -986,9 +986,9 @@ inline constexpr std::size_t decode_tile_keys = decode_by_key<G, F, Kt, Vl, NQ, 
 // Whether one query over a cache streaming from DRAM (decode_blocks_of_keys) reads K and V in
 // blocks of W keys (decode_key_blocks) whatever the length: on Zen 5 and Intel cores. On Zen 5 a
 // float cache ran within a few per cent of a plain blocked loop and ahead of a plain per-key loop
-// (32 x 1 heads over 4000 keys, bench/decode's decode_paired, 8 rounds alternating binaries, g++: 0.90-0.99x the
-// per-key loop's time where key by key took 1.02-1.12x, 1.07-1.19x the read against 1.23-1.43x;
-// clang++ 0.78-0.83x against 0.76-0.87x); a bf16 cache 0.87x (g++) and 0.90-0.91x (clang++) the
+// (32 x 1 heads over 4000 keys, bench/decode's decode_paired, 8 rounds alternating binaries,
+// g++: 0.90-0.99x the per-key loop's time where key by key took 1.02-1.12x, 1.07-1.19x the read
+// against 1.23-1.43x; clang++ 0.78-0.83x against 0.76-0.87x); a bf16 cache 0.87x (g++) and 0.90-0.91x (clang++) the
 // time of the stream requesting rows ahead (harness; docs/performance.md, 2026-12-07, noon). On
 // an Intel Xeon VM (bench/decode, 3 rounds alternating builds) against g++'s tile stages over
 // tiles of 2048 keys without requests and clang++'s stream requesting rows ahead: a float cache
@@ -1033,8 +1033,7 @@ inline constexpr bool decode_quarters = [] {
 
 // Whether one query over a cache of F in place (decode_by_key) goes key by key or by blocks of
 // keys: when the cache streams from DRAM (`ahead`) on Zen 5 and Intel cores (in blocks:
-// key_blocks_from_dram),
-// or elsewhere when the keys the masks leave fill the L3 — when the tree's scores
+// key_blocks_from_dram), or elsewhere when the keys the masks leave fill the L3 — when the tree's scores
 // in `b` (one batch index's query) reach into the tile holding key `fill`, taking the live keys
 // to be a prefix (a length mask's; other masks only make it a guess, which picks a plan, not a
 // result). Each batch index decides from its own masks, so that its result does not depend on
