@@ -1156,6 +1156,10 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
             BOOST_TEST(attend::detail::scores_unrolled<bf16>() == (kind == core_kind::intel || zen5));
             BOOST_TEST(attend::detail::key_blocks_from_dram() == (kind == core_kind::amd_zen5 || kind == core_kind::intel));
             BOOST_TEST(attend::detail::quarter_runs() == (kind == core_kind::other));
+            BOOST_TEST(attend::detail::rows_into_l2() == (kind == core_kind::intel));
+            const bool lead = kind == core_kind::intel && attend::simd::vector_registers<> >= 32;
+            BOOST_TEST((attend::detail::scores_lead<256, 1, false>()) == (lead ? 32u : 256u));
+            BOOST_TEST((attend::detail::scores_lead<256, 2, false>()) == 256u);
             check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
             check_decode_16<float, bf16, bf16, 16, 2, 4096, 128>(162);  // (the last requests clamped to the cache's last row)
             check_decode_16<float, float, float, 8, 1, NF, 128>(159);  // two tiles of 2048 keys and 256

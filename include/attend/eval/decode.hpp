@@ -304,12 +304,13 @@ inline constexpr std::size_t pv_column_parts = [] {
 template <class B, std::size_t DV, std::size_t NQ>
 inline constexpr std::size_t pv_passes = pv_column_parts<B, DV, NQ> > 0 ? pv_column_parts<B, DV, NQ> : query_groups<B, DV, NQ>;
 
-// Rows a stage requests while it computes (software prefetch into L1, which also fills L2, a line
-// at a time), so that a cache streaming from DRAM keeps the memory busy through every stage;
-// no_rows_ahead when the cache fits in L3 (the stage then has no branch for it: one cost 7 % in
-// L3). Into L1 rather than L2: Zen 5, float 8 x 4 heads over 8000 keys, 0.78-0.91x the time with
-// either compiler (docs/performance.md, 2026-11-28, noon).
-template <class T, std::size_t Parts = 1>
+// Rows a stage requests while it computes (software prefetch, a line at a time), so that a cache
+// streaming from DRAM keeps the memory busy through every stage; no_rows_ahead when the cache fits
+// in L3 (the stage then has no branch for it: one cost 7 % in L3). Into L1 (which also fills L2)
+// on AMD cores: Zen 5, float 8 x 4 heads over 8000 keys, 0.78-0.91x the time of requests into L2
+// with either compiler (docs/performance.md, 2026-11-28, noon). Into L2 on Intel cores, where the
+// L1's few fill buffers held the requests back (rows_into_l2).
+template <class T, std::size_t Parts = 1, bool IntoL2 = false>
 struct rows_ahead {
     const T* p;
     std::size_t ld;
@@ -320,7 +321,7 @@ struct rows_ahead {
         const char* row = reinterpret_cast<const char*>(p + f / Parts * ld);
         const std::size_t l0 = f % Parts * per;
         for (std::size_t l = 0; l < per; ++l)
-            if (lines % Parts == 0 || l0 + l < lines) __builtin_prefetch(row + (l0 + l) * 64, 0, 3);
+            if (lines % Parts == 0 || l0 + l < lines) __builtin_prefetch(row + (l0 + l) * 64, 0, IntoL2 ? 2 : 3);
     }
 };
 struct no_rows_ahead {
@@ -333,6 +334,17 @@ struct unrequested_streams {
     template <std::size_t Cols>
     void request(std::size_t) const noexcept {}
 };
+// Whether the tile stages' requests go to L2 (on Intel cores: an Intel Xeon VM, float 8 x 4 heads
+// over 8000 keys, bench/decode, 3 rounds alternating binaries: 1.30-1.33x the read -> 1.22-1.26x,
+// and with the scores' requests 32 rows ahead, scores_lead, 1.17-1.21x; docs/performance.md).
+inline bool rows_into_l2() noexcept { return intel_core(); }
+// Rows past a tile's first that its scores stage requests from: the next tile's first (KB) while
+// its rows go to L1, or when it reads each row more than once (groups of queries, AMX tiles);
+// else 32 (16 KiB of float rows), a steady distance ahead of the rows it reads in order.
+template <std::size_t KB, std::size_t Groups, bool Amx>
+inline std::size_t scores_lead() noexcept {
+    return Groups == 1 && !Amx && simd::vector_registers<> >= 32 && rows_into_l2() ? std::min<std::size_t>(32, KB) : KB;
+}
 // stage(rows_ahead of x's rows r0 ..) when `want` and x is memory read in place, else
 // stage(no_rows_ahead); with May false, only the latter is compiled.
 template <bool Transposed, class F, bool May, std::size_t Parts = 1, class X, std::size_t R, class Stage>
@@ -340,6 +352,7 @@ __attribute__((always_inline)) inline void with_rows_ahead(const X& x, nd_pos<R>
     if constexpr (May && streamed<X, F, Transposed ? 1 : 0>) {
         if (want) {
             const auto [ptr, ld] = rows_in_place<Transposed>(x, p, r0);
+            if (rows_into_l2()) return stage(rows_ahead<typename X::value_type, Parts, true>{ptr, ld});
             return stage(rows_ahead<typename X::value_type, Parts>{ptr, ld});
         }
     }
@@ -1169,7 +1182,7 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         const bool next_whole = ahead && !runs && KB == BN && j0 + KB + BN <= NK;
         constexpr std::size_t k_groups = score_groups<B, query_width<D, Qrow>, NQ, split, Qrow>;
         if constexpr (blocks)
-            with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + KB, next_whole, [&, k = k, ldk = ldk](auto k_next) {
+            with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + scores_lead<KB, k_groups, Amx>(), next_whole, [&, k = k, ldk = ldk](auto k_next) {
                 if constexpr (Amx && KB % 32 == 0)
                     if (live == KB)
                         return amx_decode_scores<NQ, D, KB, BN, k_groups>(
