@@ -1140,9 +1140,10 @@ BOOST_AUTO_TEST_CASE(decode_over_16_bit_caches) {
 // machine): one query by blocks of keys (Zen 5 and Intel cores), by tiles whose scores read their
 // quarters (others, with 16 registers), or the stream; two queries' stream requesting its rows
 // ahead (Zen 5 and Intel cores) or not (others);
-// four queries' tile stages requesting the next tile, the scores with a block's rows unrolled
-// (Intel cores; Zen 5 over 16-bit rows, and over float rows in clang++ builds) or in a loop, over
-// float and bf16 rows, the same bits either way.
+// four queries' tile stages requesting rows ahead (into L2 on Intel cores, the scores 32 keys
+// ahead; else the next tile into L1), the scores with a block's rows unrolled (Intel cores; Zen 5
+// over 16-bit rows, and over float rows in clang++ builds) or in a loop, bf16 rows four queries a
+// pass or two (clang++ builds off Intel cores), over float and bf16 rows, the same bits either way.
 BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
     using attend::detail::core_kind;
     constexpr std::size_t NF = 4352, NB = 8704;  // 17 and 34 tiles: 34 MiB caches, float and bf16
@@ -1160,6 +1161,7 @@ BOOST_AUTO_TEST_CASE(decode_choices_of_every_core) {
             const bool lead = kind == core_kind::intel && attend::simd::vector_registers<> >= 32;
             BOOST_TEST((attend::detail::scores_lead<256, 1, false>()) == (lead ? 32u : 256u));
             BOOST_TEST((attend::detail::scores_lead<256, 2, false>()) == 256u);
+            BOOST_TEST(attend::detail::split_fours() == (!attend::detail::compiled_by_clang || kind == core_kind::intel));
             check_decode_16<float, bf16, bf16, 32, 1, 4096, 128>(150);
             check_decode_16<float, bf16, bf16, 16, 2, 4096, 128>(162);  // (the last requests clamped to the cache's last row)
             check_decode_16<float, float, float, 8, 1, NF, 128>(159);  // two tiles of 2048 keys and 256

@@ -270,23 +270,31 @@ inline constexpr std::size_t query_groups = (NQ + query_group<B, Width> - 1) / q
 // from memory once for four queries instead of once for two and again from L2). With the column
 // parts below, on Zen 5 over a float cache of 8000 keys, d 128: 8 x 4 heads 0.88-0.93x the time
 // with g++, 0.96-0.98x with clang++; 8 x 8 heads 0.75x with either; in L3 level. Keys read as
-// even and odd elements (Split, a bf16 cache) take four a pass with g++ only (8 x 4 heads over
-// 8000 keys, bench/decode: 979-999 -> 943-962 µs; a harness ran clang++'s 1.15-1.18x slower).
+// even and odd elements (Split, a bf16 cache) take four a pass with g++ (Zen 5, 8 x 4 heads over
+// 8000 keys, bench/decode: 979-999 -> 943-962 µs; a harness ran clang++'s 1.15-1.18x slower),
+// and with clang++ on Intel cores only (split_fours).
 // bf16 queries (pair products, Q) keep query_group.
 // With 16 registers (AVX2), float and bf16 rows take up to four queries a pass as well, two keys
 // at a time (simd::key_pair_rows), where one query a pass spilled its row and re-read K from L2
 // (bf16 rows as even and odd elements, Zen 3, 8 x 4 heads over 8000 keys: g++ 3367 -> 2074 µs,
 // clang++ 3294 -> 2218; over 1000 keys in L3, g++ 361 -> 240).
-template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
+// SplitFours: whether keys read as even and odd elements take four queries a pass (split_fours).
+template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q, bool SplitFours = !compiled_by_clang>
 inline constexpr bool four_queries_a_pass = simd::vector_registers<> >= 32
-                                                ? (!Split || !compiled_by_clang) && !std::is_same_v<std::remove_cv_t<Q>, bf16>
+                                                ? (!Split || SplitFours) && !std::is_same_v<std::remove_cv_t<Q>, bf16>
                                                 : std::is_same_v<std::remove_cv_t<Q>, float>;
-template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
-inline constexpr std::size_t score_group = four_queries_a_pass<B, Width, NQ, Split, Q> && Width / simd::lanes<B> > 4 && NQ > query_group<B, Width>
+template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q, bool SplitFours = !compiled_by_clang>
+inline constexpr std::size_t score_group = four_queries_a_pass<B, Width, NQ, Split, Q, SplitFours> && Width / simd::lanes<B> > 4 &&
+                                                   NQ > query_group<B, Width>
                                                ? std::min<std::size_t>(NQ, 4)
                                                : query_group<B, Width>;
-template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q>
-inline constexpr std::size_t score_groups = (NQ + score_group<B, Width, NQ, Split, Q> - 1) / score_group<B, Width, NQ, Split, Q>;
+template <class B, std::size_t Width, std::size_t NQ, bool Split, class Q, bool SplitFours = !compiled_by_clang>
+inline constexpr std::size_t score_groups =
+    (NQ + score_group<B, Width, NQ, Split, Q, SplitFours> - 1) / score_group<B, Width, NQ, Split, Q, SplitFours>;
+// Whether keys read as even and odd elements take four queries a pass: always in g++ builds; in
+// clang++ builds on Intel cores (a run-time choice; an Intel Xeon VM, 8 x 4 heads over a bf16
+// cache of 8000 keys, decode_bf16_paired, 4 rounds: bf16 / float 0.59-0.60 -> 0.53).
+inline bool split_fours() noexcept { return !compiled_by_clang || intel_core(); }
 // Column parts of the 32-register P V stage's passes: every query at once over a part of the
 // output columns (two vectors or more) whose sums fill 16 registers, when that takes no more
 // passes than query groups. Each V line then comes from memory once for all queries (Zen 5, 8 x 4
@@ -450,11 +458,11 @@ __attribute__((noinline)) void decode_quarters_cut(const Q* q, const T* k, std::
 // A tile the masks cut at `live` goes to decode_scores_cut (or decode_quarters_cut). Unroll: a
 // block's rows unrolled with their sums in registers (simd::dot_block) also while requesting rows
 // ahead (scores_unrolled).
-template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, bool Unroll, class F,
-          class Q, class T, class Ahead>
+template <class B, std::size_t NQ, std::size_t KB, std::size_t BN, std::size_t D, std::size_t DV, bool Split, bool Unroll,
+          bool SplitFours = !compiled_by_clang, class F, class Q, class T, class Ahead>
 inline void decode_scores(const Q* q, const T* k, std::size_t ldk, F* st, Ahead k_next, std::size_t live) noexcept {
-    constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split, Q>;
-    constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split, Q>;
+    constexpr std::size_t W = simd::lanes<B>, QG = score_group<B, query_width<D, Q>, NQ, Split, Q, SplitFours>;
+    constexpr std::size_t groups = score_groups<B, query_width<D, Q>, NQ, Split, Q, SplitFours>;
     constexpr bool cached = std::is_same_v<Ahead, no_rows_ahead>;  // (no requests: the cache is in L3, or the last tile)
     constexpr std::size_t last_rows = NQ - (groups - 1) * QG;
     if constexpr (!cached && KB % (4 * W) == 0 && simd::key_quarter_rows<B, Q, T, NQ, D>) {
@@ -1180,23 +1188,31 @@ void decode_key_tiles(const Sc& sc, const Ql& q, const Kt& kt, const Vl& v, std:
         // Every stage requests its share of the next tile's rows, so that the memory streams
         // through the tile's arithmetic and the stages read cache (docs/performance.md, 2026-11-26)
         const bool next_whole = ahead && !runs && KB == BN && j0 + KB + BN <= NK;
-        constexpr std::size_t k_groups = score_groups<B, query_width<D, Qrow>, NQ, split, Qrow>;
-        if constexpr (blocks)
-            with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + scores_lead<KB, k_groups, Amx>(), next_whole, [&, k = k, ldk = ldk](auto k_next) {
+        // The scores stage, its groups of queries as SplitFours makes them
+        auto scores = [&, k = k, ldk = ldk]<bool SplitFours>() {
+            constexpr std::size_t k_groups = score_groups<B, query_width<D, Qrow>, NQ, split, Qrow, SplitFours>;
+            with_rows_ahead<true, F, may_ahead, k_groups>(kt, sp, j0 + scores_lead<KB, k_groups, Amx>(), next_whole, [&](auto k_next) {
                 if constexpr (Amx && KB % 32 == 0)
                     if (live == KB)
                         return amx_decode_scores<NQ, D, KB, BN, k_groups>(
                             k, ldk, qtiles, st, [&](std::size_t f) __attribute__((always_inline)) { k_next.template request<D>(f); });
                 if constexpr (simd::vector_registers<> >= 32 && !std::is_same_v<decltype(k_next), no_rows_ahead>)
                     if (scores_unrolled<std::remove_cvref_t<decltype(*k)>>())
-                        return decode_scores<B, NQ, KB, BN, D, DV, split, true>(qrows, k, ldk, st, k_next, live);
+                        return decode_scores<B, NQ, KB, BN, D, DV, split, true, SplitFours>(qrows, k, ldk, st, k_next, live);
                 if constexpr (quarters)
                     if (runs)
-                        return decode_scores<B, NQ, KB, BN, D, DV, split || quarters_split, false>(quarters_split ? +qsplit : qrows, k, ldk,
-                                                                                                  st, unrequested_streams{}, live);
-                decode_scores<B, NQ, KB, BN, D, DV, split, false>(qrows, k, ldk, st, k_next, live);
+                        return decode_scores<B, NQ, KB, BN, D, DV, split || quarters_split, false, SplitFours>(
+                            quarters_split ? +qsplit : qrows, k, ldk, st, unrequested_streams{}, live);
+                decode_scores<B, NQ, KB, BN, D, DV, split, false, SplitFours>(qrows, k, ldk, st, k_next, live);
             });
-        else {
+        };
+        if constexpr (blocks) {
+            if constexpr (split && compiled_by_clang && simd::vector_registers<> >= 32) {
+                if (split_fours()) scores.template operator()<true>();
+                else scores.template operator()<false>();
+            } else
+                scores.template operator()<!compiled_by_clang>();
+        } else {
             dot_panel<B, NQ, G::MB, G::RK, D>(qbuf, D, k, ldk, live, st, BN);  // rows past `live` never read
             for (std::size_t i = 0; i < NQ; ++i) std::fill(st + i * BN + live, st + i * BN + KB, F(0));
         }
