@@ -154,17 +154,13 @@ std::string explain(const E& e) {
         using Kb = std::remove_cvref_t<decltype(MM::b)>;
         using Vb = std::remove_cvref_t<decltype(A::b)>;
         constexpr bool quarters = detail::decode_quarters<DT, F, Kb, Vb, MM::M, MM::K>;  // (16-register builds only)
-        if constexpr (MM::M <= DT::max_queries && detail::decode_by_key<DT, F, Kb, Vb, MM::M, MM::K>)
-            s += "  from DRAM: on Zen 5 and Intel cores by blocks of " + std::to_string(DT::W) +
-                 " keys, the next block's K rows read beside this block's V rows; " +
-                 (quarters ? "on AMD cores before Zen 5 by tiles, scores over the tile's quarters and P V over its thirds; " : "") +
-                 "elsewhere key by key when the keys the masks leave fill the L3\n";
-        else if constexpr (MM::M <= DT::max_queries && detail::decode_blocks_of_keys<DT, F, Kb, Vb, MM::M, MM::K, DV>)
+        constexpr bool by_key = detail::decode_by_key<DT, F, Kb, Vb, MM::M, MM::K>;
+        if constexpr (MM::M <= DT::max_queries && (by_key || detail::decode_blocks_of_keys<DT, F, Kb, Vb, MM::M, MM::K, DV>))
             s += "  from DRAM: on Zen 5 and Intel cores by blocks of " + std::to_string(DT::W) +
                  " keys, the next block's K rows read beside this block's V rows" +
                  (quarters ? "; on AMD cores before Zen 5 (16 registers) by tiles, scores over the tile's quarters and P V over its thirds"
                            : "") +
-                 "\n";
+                 (by_key ? "; elsewhere key by key when the keys the masks leave fill the L3\n" : "\n");
         else if constexpr (MM::M <= DT::max_queries && quarters)
             s += "  on AMD cores before Zen 5 (16 registers): by tiles, scores over the tile's quarters and P V over its thirds\n";
         if constexpr (MM::M > DT::max_queries && G::rest_decodes)

@@ -482,6 +482,15 @@ inline void with_weight_requests(const Panel& panel) {
     panel.template operator()<0, 0>();
 }
 
+// Later (bytes on in each row, matvec_tiling::even_odd_later): panel.template operator()<Later>()
+// on Intel cores, where it was measured; else panel.template operator()<0>().
+template <std::size_t Later, class Panel>
+inline void with_line_requests(const Panel& panel) {
+    if constexpr (Later > 0 && weight_requests_built)
+        if (intel_core()) return panel.template operator()<Later>();
+    panel.template operator()<0>();
+}
+
 // A finished panel's sums of a bf16 weight (blocks of 2W kept as even then odd columns) put in
 // column order; nothing for other weights.
 template <class B, std::size_t M, class T, class F>
@@ -984,10 +993,9 @@ void matvec(const matmul_node<A, Bop>& mm, Finish&& finish) {
         else if constexpr (even_odd) {
             alignas(64) F xs[M * K];  // each row of x as its K/2 even elements, then K/2 odd
             for (std::size_t m = 0; m < M; ++m) simd::split_even_odd(x + m * ldx, K / 2, xs + m * K, xs + m * K + K / 2);
-            constexpr std::size_t later = G::even_odd_later(bytes);
-            if (later > 0 && weight_requests_built && intel_core())
-                dot_panel<B, M, G::MB, G::RN, K, dots::even_odd, later>(x, ldx, w, ldw, ncols, y, NP, +xs);
-            else dot_panel<B, M, G::MB, G::RN, K, dots::even_odd>(x, ldx, w, ldw, ncols, y, NP, +xs);
+            with_line_requests<G::even_odd_later(bytes)>([&]<std::size_t Later>() {
+                dot_panel<B, M, G::MB, G::RN, K, dots::even_odd, Later>(x, ldx, w, ldw, ncols, y, NP, +xs);
+            });
         } else dot_panel<B, M, G::MB, G::RN, K, dots::plain, G::later(bytes)>(x, ldx, w, ldw, ncols, y, NP);
         p.idx[R - 2] = 0;
         p.idx[R - 1] = j0;
