@@ -343,7 +343,7 @@ struct unrequested_streams {
     void request(std::size_t) const noexcept {}
 };
 // Whether the tile stages' requests go to L2 (on Intel cores: an Intel Xeon VM, float 8 x 4 heads
-// over 8000 keys, bench/decode, 3 rounds alternating binaries: 1.30-1.33x the read -> 1.22-1.26x,
+// over 8000 keys, bench/decode, 3 rounds alternating binaries: 1.31-1.35x the read -> 1.22-1.26x,
 // and with the scores' requests 32 rows ahead, scores_lead, 1.17-1.21x; docs/performance.md).
 inline bool rows_into_l2() noexcept { return intel_core(); }
 // Rows past a tile's first that its scores stage requests from: the next tile's first (KB) while
